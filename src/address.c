@@ -1,0 +1,146 @@
+/* ferry: address parsing. */
+#include <config.h>
+
+#include "address.h"
+
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "error.h"
+
+static bool
+fail (GError **error, const char *text, const char *reason)
+{
+  g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
+               "invalid address '%s': %s", text, reason);
+  return false;
+}
+
+static bool
+parse_unix (struct address *a, const char *rest, GError **error)
+{
+  a->kind = ADDRESS_UNIX;
+  a->abstract = rest[0] == '@';
+  if (a->abstract)
+    rest++;
+  if (rest[0] == '\0')
+    return fail (error, a->text, "empty socket path");
+  /* The abstract name has no terminating NUL, so it may use every byte. */
+  if (strlen (rest) >= sizeof (((struct sockaddr_un *) 0)->sun_path) - !a->abstract)
+    return fail (error, a->text, "socket path too long");
+  a->path = g_strdup (rest);
+  return true;
+}
+
+static bool
+valid_port (const char *port)
+{
+  gint64 n;
+  char *end;
+
+  if (port[0] == '\0')
+    return false;
+  if (!g_ascii_isdigit (port[0]))
+    return strspn (port, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen (port);
+  n = g_ascii_strtoll (port, &end, 10);
+  return *end == '\0' && n > 0 && n <= 65535;
+}
+
+static bool
+parse_tcp (struct address *a, const char *rest, GError **error)
+{
+  const char *colon;
+
+  a->kind = ADDRESS_TCP;
+  if (rest[0] == '[') {
+    const char *close = strchr (rest, ']');
+    if (close == NULL || close[1] != ':')
+      return fail (error, a->text, "expected [ADDRESS]:PORT");
+    a->host = g_strndup (rest + 1, close - rest - 1);
+    colon = close + 1;
+  } else {
+    colon = strrchr (rest, ':');
+    if (colon == NULL)
+      return fail (error, a->text, "expected HOST:PORT");
+    a->host = g_strndup (rest, colon - rest);
+    if (strchr (a->host, ':'))
+      return fail (error, a->text, "an IPv6 address needs brackets: [ADDRESS]:PORT");
+  }
+  a->port = g_strdup (colon + 1);
+  if (a->host[0] == '\0')
+    return fail (error, a->text, "empty host");
+  if (!valid_port (a->port))
+    return fail (error, a->text, "port must be 1-65535 or a service name");
+  return true;
+}
+
+static bool
+parse_fd (struct address *a, const char *rest, GError **error)
+{
+  char *end;
+  gint64 n;
+
+  a->kind = ADDRESS_FD;
+  n = g_ascii_strtoll (rest, &end, 10);
+  if (rest[0] == '\0' || *end != '\0' || n < 0 || n > G_MAXINT)
+    return fail (error, a->text, "expected fd:N with N a descriptor number");
+  a->fd = (int) n;
+  return true;
+}
+
+struct address *
+address_parse (const char *text, GError **error)
+{
+  g_autoptr (FerryAddress) a = g_new0 (struct address, 1);
+  bool ok;
+
+  a->text = g_strdup (text);
+  a->fd = -1;
+  if (text[0] == '\0')
+    ok = fail (error, text, "empty address");
+  else if (g_str_has_prefix (text, "unix:"))
+    ok = parse_unix (a, text + 5, error);
+  else if (g_str_has_prefix (text, "tcp:"))
+    ok = parse_tcp (a, text + 4, error);
+  else if (g_str_has_prefix (text, "fd:"))
+    ok = parse_fd (a, text + 3, error);
+  else if (text[0] == '@' || strchr (text, '/'))
+    ok = parse_unix (a, text, error);
+  else if (strchr (text, ':'))
+    ok = parse_tcp (a, text, error);
+  else
+    ok = fail (error, text, "expected unix:PATH, HOST:PORT or fd:N");
+  return ok ? g_steal_pointer (&a) : NULL;
+}
+
+void
+address_free (struct address *a)
+{
+  if (a == NULL)
+    return;
+  g_free (a->text);
+  g_free (a->path);
+  g_free (a->host);
+  g_free (a->port);
+  g_free (a);
+}
+
+unsigned
+address_unix_sockaddr (const struct address *a, struct sockaddr_un *sun)
+{
+  size_t len = strlen (a->path);
+
+  memset (sun, 0, sizeof *sun);
+  sun->sun_family = AF_UNIX;
+  /* Abstract names start with a NUL byte and are not NUL-terminated. */
+  memcpy (sun->sun_path + a->abstract, a->path, len);
+  return offsetof (struct sockaddr_un, sun_path) + a->abstract + len + !a->abstract;
+}
+
+const char *
+address_display_name (const struct address *a)
+{
+  return a->kind == ADDRESS_UNIX && !a->abstract ? a->path : a->text;
+}

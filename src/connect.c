@@ -1,0 +1,169 @@
+/* ferry: connecting to UNIX and TCP addresses, and adopting inherited fds.
+ *
+ * Connecting happens before a relay starts, so it may block, bounded by
+ * the connect timeout. */
+#include <config.h>
+
+#include "connect.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "endpoint-fd.h"
+#include "error.h"
+
+static void
+set_connect_error (GError **error, const struct address *a, const char *reason)
+{
+  g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT,
+               "cannot connect to '%s': %s", address_display_name (a), reason);
+}
+
+static struct endpoint *
+connect_unix (const struct address *a, const struct connect_options *opts,
+              GError **error)
+{
+  struct sockaddr_un sun;
+  socklen_t len = address_unix_sockaddr (a, &sun);
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  if (fd < 0) {
+    set_connect_error (error, a, g_strerror (errno));
+    return NULL;
+  }
+  /* Blocking connect: a non-blocking one fails at once with EAGAIN when
+   * the listener's backlog is full.  SO_SNDTIMEO bounds the wait. */
+  if (opts->timeout > 0) {
+    struct timeval tv = { .tv_sec = opts->timeout };
+    setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
+  while (connect (fd, (struct sockaddr *) &sun, len) < 0) {
+    if (errno == EINTR)
+      continue;
+    int err = errno == EAGAIN || errno == EINPROGRESS ? ETIMEDOUT : errno;
+    close (fd);
+    set_connect_error (error, a, g_strerror (err));
+    return NULL;
+  }
+  if (opts->timeout > 0) {
+    struct timeval none = { 0 };
+    setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
+  }
+  return endpoint_socket_new (fd, address_display_name (a));
+}
+
+/* Connect one resolved address, waiting at most @timeout_ms (-1: forever).
+ * Returns the fd, or -1 with errno set. */
+static int
+connect_tcp_one (const struct addrinfo *ai, int timeout_ms)
+{
+  int fd = socket (ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                   ai->ai_protocol);
+  int err = 0;
+  socklen_t errlen = sizeof err;
+
+  if (fd < 0)
+    return -1;
+  if (connect (fd, ai->ai_addr, ai->ai_addrlen) == 0)
+    return fd;
+  if (errno != EINPROGRESS) {
+    err = errno;
+    goto fail;
+  }
+  for (;;) {
+    struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+    int r = poll (&pfd, 1, timeout_ms);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      err = r == 0 ? ETIMEDOUT : errno;
+      goto fail;
+    }
+    break;
+  }
+  if (getsockopt (fd, SOL_SOCKET, SO_ERROR, &err, &errlen) < 0)
+    err = errno;
+  if (err == 0)
+    return fd;
+fail:
+  close (fd);
+  errno = err;
+  return -1;
+}
+
+static struct endpoint *
+connect_tcp (const struct address *a, const struct connect_options *opts,
+             GError **error)
+{
+  struct addrinfo hints = {
+    .ai_family = opts->family,
+    .ai_socktype = SOCK_STREAM,
+    .ai_flags = AI_ADDRCONFIG,
+  };
+  struct addrinfo *list = NULL;
+  int timeout_ms = opts->timeout > 0 ? (int) opts->timeout * 1000 : -1;
+  int fd = -1, err = 0, one = 1;
+  int r = getaddrinfo (a->host, a->port, &hints, &list);
+
+  if (r != 0) {
+    set_connect_error (error, a, r == EAI_SYSTEM ? g_strerror (errno) : gai_strerror (r));
+    return NULL;
+  }
+  /* Every resolved address in order, as nc does; the last error stands. */
+  for (struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
+    fd = connect_tcp_one (ai, timeout_ms);
+    if (fd < 0)
+      err = errno;
+  }
+  freeaddrinfo (list);
+  if (fd < 0) {
+    set_connect_error (error, a, g_strerror (err));
+    return NULL;
+  }
+  /* Small writes (NBD headers, RPC calls) must not wait for an ACK. */
+  setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (opts->keepalive)
+    setsockopt (fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  return endpoint_socket_new (fd, a->text);
+}
+
+static struct endpoint *
+adopt_fd (const struct address *a, GError **error)
+{
+  int type;
+  socklen_t len = sizeof type;
+
+  if (getsockopt (a->fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0) {
+    set_connect_error (error, a, errno == ENOTSOCK ? "not a socket" : g_strerror (errno));
+    return NULL;
+  }
+  if (type != SOCK_STREAM) {
+    set_connect_error (error, a, "not a stream socket");
+    return NULL;
+  }
+  fcntl (a->fd, F_SETFD, FD_CLOEXEC);
+  return endpoint_socket_new (a->fd, a->text);
+}
+
+struct endpoint *
+connect_address (const struct address *a, const struct connect_options *opts,
+                 GError **error)
+{
+  switch (a->kind) {
+  case ADDRESS_UNIX:
+    return connect_unix (a, opts, error);
+  case ADDRESS_TCP:
+    return connect_tcp (a, opts, error);
+  case ADDRESS_FD:
+    return adopt_fd (a, error);
+  }
+  g_assert_not_reached ();
+}

@@ -1,0 +1,24 @@
+/* ferry: connecting to an address, giving a relay endpoint. */
+#ifndef FERRY_CONNECT_H
+#define FERRY_CONNECT_H
+
+#include <stdbool.h>
+
+#include <glib.h>
+
+#include "address.h"
+#include "endpoint.h"
+
+struct connect_options {
+  unsigned timeout;           /* seconds; 0 waits as long as the kernel does */
+  bool keepalive;             /* SO_KEEPALIVE on TCP */
+  int family;                 /* AF_UNSPEC, or AF_INET / AF_INET6 to restrict TCP */
+};
+
+/* Returns a connected endpoint, or NULL with a FERRY_EXIT_CONNECT error
+ * ("cannot connect to 'NAME': REASON"). */
+struct endpoint *connect_address (const struct address *address,
+                                  const struct connect_options *options,
+                                  GError **error);
+
+#endif

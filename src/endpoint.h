@@ -1,0 +1,67 @@
+/* ferry: one end of a relay, behind an ops table.
+ *
+ * The relay never asks which kind of endpoint it holds: it reads, writes,
+ * half-closes and states which readiness it wants through @ops.  The
+ * endpoint calls @ready back when it may be able to make progress. */
+#ifndef FERRY_ENDPOINT_H
+#define FERRY_ENDPOINT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <glib.h>
+
+struct endpoint;
+
+/* @readable / @writable are only ever true for a direction the relay asked
+ * for with set_interest, so an unrequested HUP or ERR cannot spin. */
+typedef void (*endpoint_ready_fn) (void *data, struct endpoint *ep,
+                                   bool readable, bool writable);
+
+struct endpoint_ops {
+  /* Like readv(2): bytes read, 0 at end of stream, or -1 with errno set
+   * (EAGAIN when nothing is ready). */
+  ssize_t (*readv) (struct endpoint *ep, const struct iovec *iov, int iovcnt);
+  /* Like writev(2): bytes written, or -1 with errno set. */
+  ssize_t (*writev) (struct endpoint *ep, const struct iovec *iov, int iovcnt);
+  /* Tell the peer no more bytes will come (shutdown(SHUT_WR), or closing
+   * a write-only fd).  Returns 0 or -1 with errno set. */
+  int (*shutdown_write) (struct endpoint *ep);
+  /* Ask for @ready callbacks for these directions.  Cheap to call with an
+   * unchanged pair: only a change touches the main loop. */
+  void (*set_interest) (struct endpoint *ep, bool want_read, bool want_write);
+  /* Release every resource (watches, fds) and the endpoint itself. */
+  void (*free) (struct endpoint *ep);
+};
+
+struct endpoint {
+  const struct endpoint_ops *ops;
+  char *name;                 /* for messages: "stdin", "stdout", "unix:/run/x.sock" */
+  char *write_name;           /* when reads and writes go to different
+                                 things (stdin/stdout): the write side's name;
+                                 NULL means the same as @name */
+  endpoint_ready_fn ready;    /* set by whoever drives the endpoint */
+  void *ready_data;
+};
+
+static inline const char *
+endpoint_write_name (const struct endpoint *ep)
+{
+  return ep->write_name ? ep->write_name : ep->name;
+}
+
+static inline void
+endpoint_free (struct endpoint *ep)
+{
+  if (ep)
+    ep->ops->free (ep);
+}
+
+/* Shared by every endpoint kind's free(). */
+void endpoint_clear_names (struct endpoint *ep);
+
+typedef struct endpoint FerryEndpoint;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FerryEndpoint, endpoint_free)
+
+#endif

@@ -1,0 +1,18 @@
+/* ferry: documented exit codes, shared by every personality.
+ * Keep in sync with README.md and ferry.1. */
+#ifndef FERRY_EXIT_CODES_H
+#define FERRY_EXIT_CODES_H
+
+enum ferry_exit {
+  FERRY_EXIT_OK = 0,          /* every byte delivered both ways */
+  FERRY_EXIT_FAILURE = 1,     /* generic failure (the compat personalities use only 0 and 1) */
+  FERRY_EXIT_USAGE = 2,       /* bad command line or malformed address */
+  FERRY_EXIT_CONNECT = 3,     /* cannot connect to or listen on an address */
+  FERRY_EXIT_IO = 4,          /* bytes could not be delivered during the relay */
+  FERRY_EXIT_TIMEOUT = 5,     /* --idle-timeout expired */
+  FERRY_EXIT_PROTOCOL = 6,    /* --nbd: the peer violated the NBD protocol */
+  FERRY_EXIT_SIGINT = 130,
+  FERRY_EXIT_SIGTERM = 143,
+};
+
+#endif

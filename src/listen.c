@@ -1,0 +1,206 @@
+/* ferry: listeners.  Accepting runs inside the main loop, so signals and
+ * other relays are served while waiting for a connection. */
+#include <config.h>
+
+#include "listen.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <glib-unix.h>
+
+#include "error.h"
+#include "gsource-release.h"
+#include "message.h"
+
+struct listener {
+  int fd;
+  char *name;                 /* for messages */
+  char *unlink_path;          /* the socket file we created, removed at free */
+  bool is_tcp;
+  GSource *watch;             /* NULL while paused */
+  listener_accept_fn accept_cb;
+  void *data;
+  guint64 accepted;           /* connections so far, for peer names */
+};
+
+static void
+set_listen_error (GError **error, const char *name, int err)
+{
+  g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT,
+               "cannot listen on '%s': %s", name, g_strerror (err));
+}
+
+/* A socket file nobody answers on is left over from a dead listener. */
+static bool
+is_stale_socket (const struct sockaddr_un *sun, socklen_t len)
+{
+  struct stat st;
+  int fd, r;
+
+  if (stat (sun->sun_path, &st) < 0 || !S_ISSOCK (st.st_mode))
+    return false;
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return false;
+  r = connect (fd, (const struct sockaddr *) sun, len);
+  close (fd);
+  return r < 0 && errno == ECONNREFUSED;
+}
+
+static int
+listen_unix (struct listener *l, const struct address *a, GError **error)
+{
+  struct sockaddr_un sun;
+  socklen_t len = address_unix_sockaddr (a, &sun);
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+  if (fd < 0)
+    goto fail;
+  if (bind (fd, (struct sockaddr *) &sun, len) < 0) {
+    if (errno != EADDRINUSE || a->abstract || !is_stale_socket (&sun, len))
+      goto fail;
+    unlink (a->path);
+    if (bind (fd, (struct sockaddr *) &sun, len) < 0)
+      goto fail;
+  }
+  if (!a->abstract)
+    l->unlink_path = g_strdup (a->path);
+  return fd;
+
+fail:
+  set_listen_error (error, l->name, errno);
+  if (fd >= 0)
+    close (fd);
+  return -1;
+}
+
+static int
+listen_tcp (struct listener *l, const struct address *a, int family, GError **error)
+{
+  struct addrinfo hints = {
+    .ai_family = family,
+    .ai_socktype = SOCK_STREAM,
+    .ai_flags = AI_PASSIVE | AI_ADDRCONFIG,
+  };
+  struct addrinfo *list = NULL;
+  int fd = -1, err = 0, one = 1;
+  int r = getaddrinfo (a->host, a->port, &hints, &list);
+
+  if (r != 0) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot listen on '%s': %s",
+                 l->name, r == EAI_SYSTEM ? g_strerror (errno) : gai_strerror (r));
+    return -1;
+  }
+  for (struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
+    fd = socket (ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                 ai->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind (fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+      err = errno;
+      close (fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo (list);
+  if (fd < 0)
+    set_listen_error (error, l->name, err);
+  l->is_tcp = true;
+  return fd;
+}
+
+static gboolean
+on_acceptable (int fd, GIOCondition cond, gpointer data)
+{
+  struct listener *l = data;
+  int conn = accept4 (fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+  (void) cond;
+  if (conn < 0) {
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+        errno != ECONNABORTED)
+      ferry_error ("cannot accept on '%s': %s", l->name, g_strerror (errno));
+    return G_SOURCE_CONTINUE;
+  }
+  if (l->is_tcp) {
+    int one = 1;
+    setsockopt (conn, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  g_autofree char *peer = g_strdup_printf ("connection %" G_GUINT64_FORMAT " on %s",
+                                           ++l->accepted, l->name);
+  l->accept_cb (conn, peer, l->data);
+  return G_SOURCE_CONTINUE;
+}
+
+void
+listener_resume (struct listener *l)
+{
+  if (l->watch)
+    return;
+  l->watch = g_unix_fd_source_new (l->fd, G_IO_IN);
+  g_source_set_callback (l->watch, G_SOURCE_FUNC (on_acceptable), l, NULL);
+  g_source_attach (l->watch, NULL);
+}
+
+void
+listener_pause (struct listener *l)
+{
+  g_clear_pointer (&l->watch, gsource_release);
+}
+
+struct listener *
+listener_new (const struct address *a, int family, listener_accept_fn accept_cb,
+              void *data, GError **error)
+{
+  g_autoptr (FerryListener) l = g_new0 (struct listener, 1);
+
+  l->fd = -1;
+  l->name = g_strdup (address_display_name (a));
+  l->accept_cb = accept_cb;
+  l->data = data;
+  switch (a->kind) {
+  case ADDRESS_UNIX:
+    l->fd = listen_unix (l, a, error);
+    break;
+  case ADDRESS_TCP:
+    l->fd = listen_tcp (l, a, family, error);
+    break;
+  case ADDRESS_FD:
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
+                 "cannot listen on '%s': fd: addresses are connected sockets", a->text);
+    return NULL;
+  }
+  if (l->fd < 0)
+    return NULL;
+  if (listen (l->fd, SOMAXCONN) < 0) {
+    set_listen_error (error, l->name, errno);
+    return NULL;
+  }
+  listener_resume (l);
+  return g_steal_pointer (&l);
+}
+
+void
+listener_free (struct listener *l)
+{
+  if (l == NULL)
+    return;
+  listener_pause (l);
+  if (l->fd >= 0)
+    close (l->fd);
+  if (l->unlink_path)
+    unlink (l->unlink_path);
+  g_free (l->unlink_path);
+  g_free (l->name);
+  g_free (l);
+}

@@ -1,0 +1,31 @@
+/* ferry: listening sockets that hand accepted connections to a callback. */
+#ifndef FERRY_LISTEN_H
+#define FERRY_LISTEN_H
+
+#include <glib.h>
+
+#include "address.h"
+
+struct listener;
+
+/* @fd is a new connected socket, owned by the callee; @peer names it. */
+typedef void (*listener_accept_fn) (int fd, const char *peer, void *data);
+
+/* Bind and listen on @address, and start accepting.  A UNIX socket file
+ * left behind by a dead listener is replaced; a live one is an error.
+ * Returns NULL with a FERRY_EXIT_CONNECT error ("cannot listen on ..."). */
+struct listener *listener_new (const struct address *address, int family,
+                               listener_accept_fn accept_cb, void *data,
+                               GError **error);
+
+/* Stop and restart accepting; new connections wait in the kernel backlog. */
+void listener_pause (struct listener *listener);
+void listener_resume (struct listener *listener);
+
+/* Close the socket and remove the socket file it created. */
+void listener_free (struct listener *listener);
+
+typedef struct listener FerryListener;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FerryListener, listener_free)
+
+#endif

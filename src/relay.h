@@ -1,0 +1,43 @@
+/* ferry: a relay joins two endpoints with two one-way pumps.
+ *
+ * "local" is the side ferry serves (its stdio, or an accepted connection);
+ * "remote" is the address it reached.  Many relays can share one main loop.
+ *
+ * End-of-stream rules (README.md, "End of stream"):
+ *  - local EOF: deliver what was read to remote, then half-close remote
+ *    (unless half_close is false); keep relaying remote -> local.
+ *  - remote EOF: stop reading local, deliver what was read to local, then
+ *    close local's write side; still deliver bytes already read from local.
+ *  - done when both directions are finished: every byte read was written,
+ *    or a failure was reported with the count of bytes that were not. */
+#ifndef FERRY_RELAY_H
+#define FERRY_RELAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <glib.h>
+
+#include "endpoint.h"
+
+struct relay_config {
+  size_t buffer_size;         /* bytes per direction, allocated once */
+  bool half_close;            /* shutdown(SHUT_WR) remote after local EOF */
+  unsigned idle_timeout;      /* seconds without traffic before giving up; 0 = never */
+  bool verbose;               /* print statistics when done */
+  const char *label;          /* prefix for messages, e.g. "connection 3"; may be NULL */
+};
+
+struct relay;
+
+/* Called once, from the main loop (never from inside relay_new), with the
+ * relay's exit code (exit-codes.h).  The callee may free the relay. */
+typedef void (*relay_done_fn) (struct relay *relay, int exit_code, void *data);
+
+/* Takes ownership of both endpoints. */
+struct relay *relay_new (struct endpoint *local, struct endpoint *remote,
+                         const struct relay_config *config,
+                         relay_done_fn done, void *data);
+void relay_free (struct relay *relay);
+
+#endif

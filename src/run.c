@@ -1,0 +1,125 @@
+/* ferry: running the relays the command line asked for, on one main loop. */
+#include <config.h>
+
+#include "options.h"
+
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <glib-unix.h>
+
+#include "endpoint-fd.h"
+#include "error.h"
+#include "listen.h"
+#include "message.h"
+
+struct run {
+  const struct ferry_options *options;
+  GMainLoop *loop;
+  struct relay *relay;        /* the stdio relay, while one is live */
+  struct listener *listener;  /* with --listen */
+  int exit_code;
+};
+
+static gboolean
+on_signal (gpointer data, int code)
+{
+  struct run *run = data;
+
+  run->exit_code = code;
+  g_main_loop_quit (run->loop);
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_sigint (gpointer data) { return on_signal (data, FERRY_EXIT_SIGINT); }
+static gboolean on_sigterm (gpointer data) { return on_signal (data, FERRY_EXIT_SIGTERM); }
+
+static void
+on_relay_done (struct relay *relay, int exit_code, void *data)
+{
+  struct run *run = data;
+
+  g_assert (relay == run->relay);
+  g_clear_pointer (&run->relay, relay_free);
+  if (exit_code != FERRY_EXIT_OK)
+    run->exit_code = exit_code;
+  if (run->listener && run->options->keep_listening)
+    listener_resume (run->listener);
+  else
+    g_main_loop_quit (run->loop);
+}
+
+static void
+start_stdio_relay (struct run *run, struct endpoint *remote)
+{
+  struct relay_config config = run->options->relay;
+
+  run->relay = relay_new (endpoint_stdio_new (run->options->keep_listening),
+                          remote, &config, on_relay_done, run);
+}
+
+static void
+on_accept (int fd, const char *peer, void *data)
+{
+  struct run *run = data;
+
+  /* stdio serves one connection at a time. */
+  listener_pause (run->listener);
+  start_stdio_relay (run, endpoint_socket_new (fd, peer));
+}
+
+void
+ferry_options_init (struct ferry_options *options)
+{
+  *options = (struct ferry_options) {
+    .relay = {
+      .buffer_size = FERRY_DEFAULT_BUFFER_SIZE,
+      .half_close = true,
+    },
+    .connect = {
+      .family = AF_UNSPEC,
+    },
+  };
+}
+
+int
+ferry_run (const struct ferry_options *options)
+{
+  struct run run = { .options = options };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FerryAddress) address = address_parse (options->address, &error);
+  guint sigint_id, sigterm_id;
+
+  /* A closed peer must be an EPIPE we can report, not a silent death. */
+  signal (SIGPIPE, SIG_IGN);
+  if (address == NULL) {
+    ferry_error ("%s", error->message);
+    return error->code;
+  }
+
+  run.loop = g_main_loop_new (NULL, FALSE);
+  sigint_id = g_unix_signal_add (SIGINT, on_sigint, &run);
+  sigterm_id = g_unix_signal_add (SIGTERM, on_sigterm, &run);
+
+  if (options->listen) {
+    run.listener = listener_new (address, options->connect.family, on_accept,
+                                 &run, &error);
+  } else {
+    struct endpoint *remote = connect_address (address, &options->connect, &error);
+    if (remote)
+      start_stdio_relay (&run, remote);
+  }
+  if (error) {
+    ferry_error ("%s", error->message);
+    run.exit_code = error->code;
+  } else {
+    g_main_loop_run (run.loop);
+  }
+
+  relay_free (run.relay);
+  listener_free (run.listener);
+  g_source_remove (sigint_id);
+  g_source_remove (sigterm_id);
+  g_main_loop_unref (run.loop);
+  return run.exit_code;
+}

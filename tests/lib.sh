@@ -1,0 +1,66 @@
+# ferry test library: sourced by every tests/*.sh scenario.
+#
+# Each test runs in its own temporary directory, starts its peers itself and
+# stops them by PID on exit.  A missing tool skips the test (exit 77).
+set -eu
+
+: "${FERRY:?FERRY must name the ferry binary (meson test sets it)}"
+T=$(mktemp -d "${TMPDIR:-/tmp}/ferry-test.XXXXXX")
+PIDS=""
+
+cleanup () {
+    for pid in $PIDS; do kill "$pid" 2>/dev/null || true; done
+    for pid in $PIDS; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail () { echo "FAIL: $*" >&2; exit 1; }
+skip () { echo "SKIP: $*" >&2; exit 77; }
+need () { for t in "$@"; do command -v "$t" >/dev/null 2>&1 || skip "$t is not installed"; done; }
+
+# Start a command in the background and remember its PID for cleanup.
+# The PID is left in $LAST_PID.
+bg () { "$@" & LAST_PID=$!; PIDS="$PIDS $LAST_PID"; }
+
+wait_for_socket () {  # PATH
+    for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.05; done
+    fail "socket $1 never appeared"
+}
+
+wait_for_port () {  # PORT
+    for _ in $(seq 100); do
+        ss -Hltn "sport = :$1" | grep -q . && return 0; sleep 0.05
+    done
+    fail "port $1 never opened"
+}
+
+free_port () {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Random test data of N bytes in $T/NAME, fast even for hundreds of MiB.
+make_data () {  # NAME BYTES
+    head -c "$2" /dev/urandom > "$T/$1"
+}
+
+sha () { sha256sum "$@" | cut -d' ' -f1; }
+
+assert_same_file () {  # EXPECTED ACTUAL WHAT
+    [ "$(sha "$1")" = "$(sha "$2")" ] ||
+        fail "$3: sha256 differs ($(stat -c %s "$1") bytes expected, $(stat -c %s "$2") got)"
+}
+
+assert_eq () {  # EXPECTED ACTUAL WHAT
+    [ "$1" = "$2" ] || fail "$3: expected '$1', got '$2'"
+}
+
+assert_contains () {  # FILE TEXT WHAT
+    grep -qF -- "$2" "$1" || fail "$3: '$2' not in $(cat "$1")"
+}
+
+# Run a command with a deadline; fails the test if it hangs.
+within () {  # SECS CMD...
+    local secs=$1; shift
+    timeout --kill-after=2 "$secs" "$@"
+}
