@@ -110,6 +110,14 @@ wait_for_abstract () {  # NAME
 rss_kib () { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 cpu_ticks () { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 
+# The CPU a process uses over the next SECS seconds, in whole percent.
+cpu_percent () {  # PID SECS
+    local t0 t1
+    t0=$(cpu_ticks "$1"); sleep "$2"; t1=$(cpu_ticks "$1")
+    awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v s="$2" \
+        'BEGIN { printf "%d\n", d * 100 / hz / s }'
+}
+
 # Fail unless ferry's exit code and its stderr (a file) are as expected: the
 # code, and one line that contains TEXT.
 assert_ferry_error () {  # EXPECTED_RC RC STDERR_FILE TEXT
