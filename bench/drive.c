@@ -4,8 +4,13 @@
  * connect to as its far side (the way sshd runs a remote helper), moves the
  * scenario's bytes through it with cheap sources and sinks on both sides,
  * verifies them, and prints one line of tab-separated key=value fields:
- * the helper's own CPU time and peak RSS (wait4 rusage of the helper
- * process alone), the time to the last byte, and the verdict.
+ *   data=ok|bad        every byte arrived intact (else note= says why)
+ *   moved, round_trips bytes delivered (both directions), timed round trips
+ *   seconds            from the accepted connection to the last wanted byte
+ *   user, sys, maxrss_kib  wait4 rusage of the helper process alone
+ *   status             the helper's exit code, or "signal N"
+ *   waited_for_stdin=1 down: it exited only once stdin was closed
+ *   other_cpu          share of all CPUs that other processes used meanwhile
  *
  *   drive --scenario up|down|both|ping|split --listen unix:PATH|tcp
  *         [--bytes N] [--count N] [--timeout SECS] -- HELPER ARGS...

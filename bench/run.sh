@@ -197,7 +197,7 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
 echo "ferry bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs (${cpu_model:-unknown CPU})"
 echo "ferry: $ferry ($("$ferry" --version 2>/dev/null || echo '?'), git $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'))"
 echo "payload: $bytes bytes per direction; $rounds interleaved rounds; ping-pong $ping_count round trips (UNIX), split ping-pong $split_count (TCP)${quick:+; QUICK smoke mode, figures are meaningless}"
-echo "helpers, in run order: $(for h in "${run_list[@]}"; do printf '%s; ' "$(label "$h")"; done)"
+echo "helpers, in run order: $(for h in "${run_list[@]}"; do label "$h"; done | paste -sd';' | sed 's/;/; /g')"
 for s in "${skipped[@]}"; do echo "not run: $s"; done
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date +%s)
@@ -218,7 +218,7 @@ done
 for ((x = 1; x <= extra_rounds; x++)); do
     noisy=$(python3 "$here/report.py" --noisy "$max_spread" "$raw")
     [ -n "$noisy" ] || break
-    echo "extra round $x, spread above $max_spread%: $(echo "$noisy" | awk '{printf "%s%s/%s (%s)", NR > 1 ? ", " : "", $1, $2, $3}')"
+    echo "extra round $x, spread above $max_spread%: $(echo "$noisy" | awk '{printf "%s%s/%s (%s)", (NR > 1 ? ", " : ""), $1, $2, $3}')"
     r=$((rounds + x))
     while read -r s h _; do
         printf '[extra round %d] %s: %s\n' "$x" "$s" "$h" >&2
