@@ -11,9 +11,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gsource-release.h"
+#include "pipe-buffer.h"
 
 /* A GSource polling one fd.  g_unix_fd_add_full keeps the tag that
  * g_source_modify_unix_fd needs private, so ferry adds the fd itself. */
@@ -33,6 +35,9 @@ struct fd_watch {
 struct fd_endpoint {
   struct endpoint base;
   int rfd, wfd;               /* equal for a socket */
+  bool splice_read;           /* rfd is a socket, pipe or regular file */
+  bool splice_write;          /* wfd is a socket, pipe or regular file
+                                 without O_APPEND (splice refuses that) */
   struct fd_watch watch[2];   /* [0] for rfd; [1] for wfd when it differs */
   bool want_read, want_write;
   bool is_socket;
@@ -67,6 +72,31 @@ fd_writev (struct endpoint *ep, const struct iovec *iov, int iovcnt)
   struct fd_endpoint *fe = (struct fd_endpoint *) ep;
 
   return writev (fe->wfd, iov, iovcnt);
+}
+
+static int
+fd_splice_fd (struct endpoint *ep, bool write)
+{
+  struct fd_endpoint *fe = (struct fd_endpoint *) ep;
+
+  if (write)
+    return fe->splice_write ? fe->wfd : -1;
+  return fe->splice_read ? fe->rfd : -1;
+}
+
+/* Whether splice(2) takes @fd: sockets, pipes and regular files do;
+ * terminals and most devices may not, and the copying path serves them. */
+static bool
+can_splice (int fd, bool write)
+{
+  struct stat st;
+  int flags = fcntl (fd, F_GETFL);
+
+  if (fstat (fd, &st) < 0 || flags < 0)
+    return false;
+  if (S_ISREG (st.st_mode))
+    return !(write && (flags & O_APPEND));
+  return S_ISSOCK (st.st_mode) || S_ISFIFO (st.st_mode);
 }
 
 static gboolean
@@ -179,6 +209,7 @@ static const struct endpoint_ops fd_ops = {
   .shutdown_write = fd_shutdown_write,
   .set_interest = fd_set_interest,
   .free = fd_free,
+  .splice_fd = fd_splice_fd,
 };
 
 static struct fd_endpoint *
@@ -191,6 +222,8 @@ fd_endpoint_new (int rfd, int wfd)
   fe->wfd = wfd;
   fe->watch[0].fd = rfd;
   fe->watch[1].fd = wfd;
+  fe->splice_read = can_splice (rfd, false);
+  fe->splice_write = can_splice (wfd, true);
   return fe;
 }
 
@@ -206,7 +239,7 @@ endpoint_socket_new (int fd, const char *name)
 }
 
 struct endpoint *
-endpoint_stdio_new (bool keep_stdout_open)
+endpoint_stdio_new (bool keep_stdout_open, size_t pipe_size)
 {
   struct fd_endpoint *fe = fd_endpoint_new (STDIN_FILENO, STDOUT_FILENO);
 
@@ -216,5 +249,11 @@ endpoint_stdio_new (bool keep_stdout_open)
   fe->base.write_name = g_strdup ("stdout");
   set_nonblocking (STDIN_FILENO, &fe->saved_flags[0]);
   set_nonblocking (STDOUT_FILENO, &fe->saved_flags[1]);
+  if (pipe_size > 0) {
+    /* Fewer, larger transfers for whoever feeds or drains ferry.  Not a
+     * pipe, or not allowed: the kernel's size stands. */
+    pipe_grow (STDIN_FILENO, pipe_size);
+    pipe_grow (STDOUT_FILENO, pipe_size);
+  }
   return &fe->base;
 }
