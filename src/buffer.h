@@ -19,8 +19,8 @@ struct buffer_ops {
   /* Read once from @src into the free space: bytes read, 0 at end of
    * stream, or -1 with errno set (EAGAIN when nothing was ready). */
   ssize_t (*fill) (struct buffer *b, struct endpoint *src);
-  /* Write once from the buffered bytes to @dst: bytes written, or -1 with
-   * errno set. */
+  /* Write once to @dst, offering every buffered byte (so a short write
+   * means @dst is full): bytes written, or -1 with errno set. */
   ssize_t (*drain) (struct buffer *b, struct endpoint *dst);
   /* Release the storage and the buffer itself. */
   void (*free) (struct buffer *b);

@@ -102,11 +102,14 @@ pump_fill (struct pump *p)
   }
 }
 
-/* Write until the buffer is empty or dst would block. */
+/* Write until the buffer is empty or dst is full.  Each drain offers every
+ * buffered byte, so a short one means dst is full: wait for POLLOUT rather
+ * than spend a call on the EAGAIN. */
 static void
 pump_flush (struct pump *p)
 {
   while (!buffer_is_empty (p->buf)) {
+    size_t offered = p->buf->len;
     ssize_t n = p->buf->ops->drain (p->buf, p->dst);
 
     if (n < 0 && errno == EINTR)
@@ -121,6 +124,10 @@ pump_flush (struct pump *p)
     }
     p->bytes += n;
     p->relay->last_activity = g_get_monotonic_time ();
+    if ((size_t) n < offered) {
+      p->waited_writable++;
+      return;
+    }
   }
 
   if (p->src_done && !p->dst_done && !p->failed) {
