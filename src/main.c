@@ -29,15 +29,18 @@ static const char description[] =
   "  4 I/O failure during the relay, 5 idle timeout,\n"
   "  130 SIGINT, 143 SIGTERM.\n";
 
+/* --buffer-size, --sndbuf, --rcvbuf: @data is the group's, the options. */
 static gboolean
 parse_size (const char *name, const char *value, gpointer data, GError **error)
 {
-  size_t *out = data;
+  struct ferry_options *options = data;
+  size_t *out = g_str_equal (name, "--sndbuf") ? &options->connect.sndbuf
+              : g_str_equal (name, "--rcvbuf") ? &options->connect.rcvbuf
+              : &options->relay.buffer_size;
   char *end;
   guint64 n = g_ascii_strtoull (value, &end, 10);
   guint64 scale = 1;
 
-  (void) name;
   switch (g_ascii_toupper (*end)) {
   case 'K': scale = 1024; end++; break;
   case 'M': scale = 1024 * 1024; end++; break;
@@ -45,8 +48,8 @@ parse_size (const char *name, const char *value, gpointer data, GError **error)
   }
   if (end == value || *end != '\0' || n == 0 || n > (1ull << 30) / scale) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
-                 "invalid buffer size '%s': expected 1 to 1G bytes, e.g. 65536, 64K or 1M",
-                 value);
+                 "invalid %s '%s': expected 1 to 1G bytes, e.g. 65536, 64K or 1M",
+                 name, value);
     return FALSE;
   }
   *out = n * scale;
@@ -70,7 +73,7 @@ main (int argc, char **argv)
 {
   struct ferry_options options;
   gboolean listen = FALSE, keep = FALSE, no_shutdown = FALSE, keepalive = FALSE;
-  gboolean verbose = FALSE, version = FALSE;
+  gboolean verbose = FALSE, version = FALSE, no_splice = FALSE;
   int idle_timeout = 0, connect_timeout = 0;
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) context = NULL;
@@ -86,6 +89,12 @@ main (int argc, char **argv)
       "With -l, accept another connection after each one", NULL },
     { "buffer-size", 'b', 0, G_OPTION_ARG_CALLBACK, parse_size,
       "Fixed buffer per direction (default 1M)", "BYTES" },
+    { "no-splice", 0, 0, G_OPTION_ARG_NONE, &no_splice,
+      "Copy through memory instead of splice(2) (also FERRY_NO_SPLICE=1)", NULL },
+    { "sndbuf", 0, 0, G_OPTION_ARG_CALLBACK, parse_size,
+      "SO_SNDBUF for the socket(s) (default: the kernel's)", "BYTES" },
+    { "rcvbuf", 0, 0, G_OPTION_ARG_CALLBACK, parse_size,
+      "SO_RCVBUF for the socket(s) (default: the kernel's)", "BYTES" },
     { "no-shutdown", 0, 0, G_OPTION_ARG_NONE, &no_shutdown,
       "Do not half-close the socket after stdin EOF", NULL },
     { "idle-timeout", 0, 0, G_OPTION_ARG_INT, &idle_timeout,
@@ -103,9 +112,9 @@ main (int argc, char **argv)
 
   context = g_option_context_new ("ADDRESS - relay stdin/stdout to a socket, losing nothing");
   g_option_context_set_description (context, description);
-  /* parse_size receives the group's data: where the size goes. */
+  /* parse_size receives the group's data: the options it sets. */
   GOptionGroup *group = g_option_group_new ("ferry", "ferry options", "ferry options",
-                                            &options.relay.buffer_size, NULL);
+                                            &options, NULL);
   g_option_group_add_entries (group, entries);
   g_option_context_set_main_group (context, group);
 
@@ -139,6 +148,8 @@ main (int argc, char **argv)
   options.listen = listen;
   options.keep_listening = keep;
   options.relay.half_close = !no_shutdown;
+  if (no_splice)
+    options.relay.splice = false;
   options.relay.verbose = verbose;
   options.connect.keepalive = keepalive;
   return ferry_run (&options);

@@ -23,6 +23,7 @@
 struct relay_config {
   size_t buffer_size;         /* bytes per direction, allocated once */
   bool half_close;            /* shutdown(SHUT_WR) remote after local EOF */
+  bool splice;                /* move bytes with splice(2) where both ends allow */
   unsigned idle_timeout;      /* seconds without traffic before giving up; 0 = never */
   bool verbose;               /* print statistics when done */
   const char *label;          /* prefix for messages, e.g. "connection 3"; may be NULL */
