@@ -11,6 +11,10 @@ PIDS=""
 cleanup () {
     for pid in $PIDS; do kill "$pid" 2>/dev/null || true; done
     for pid in $PIDS; do wait "$pid" 2>/dev/null || true; done
+    # Mounts a test made inside its namespace (reexec_in_mount_ns), deepest first.
+    if [ -n "${FERRY_TEST_MOUNT_NS:-}" ]; then
+        findmnt -rn -o TARGET | grep "^$T/" | sort -r | xargs -r umount || true
+    fi
     rm -rf "$T"
 }
 trap cleanup EXIT
