@@ -21,9 +21,9 @@ static const char description[] =
   "     [?socket=PATH][&mode=auto|legacy|direct]   resolves it (see -r)\n"
   "\n"
   "Other programs' command lines (also when run through a link of that name):\n"
-  "  ferry --compat=nc ARGS...               netcat-openbsd's tunnel options\n"
-  "  ferry --compat=virt-ssh-helper [-r] URI libvirt's virt-ssh-helper\n"
-  "  These exit with 0 or 1 only.\n"
+  "  ferry --compat=nc ARGS...                netcat-openbsd's tunnel options\n"
+  "  ferry --compat=virt-ssh-helper [-r] URI  libvirt's virt-ssh-helper\n"
+  "  (--compat must come first.)  These exit with 0 or 1 only.\n"
   "\n"
   "End of stream (nothing that was read is ever dropped silently):\n"
   "  stdin EOF:  deliver what was read, then shutdown(SHUT_WR) the socket\n"
@@ -34,7 +34,8 @@ static const char description[] =
   "  delivered are counted in a message, and the exit code says so.\n"
   "\n"
   "Exit codes:\n"
-  "  0 success, 2 usage error, 3 cannot connect or listen,\n"
+  "  0 success, 1 any failure (nc and virt-ssh-helper only),\n"
+  "  2 usage error, 3 cannot connect or listen,\n"
   "  4 I/O failure during the relay, 5 idle timeout,\n"
   "  130 SIGINT, 143 SIGTERM.\n";
 
