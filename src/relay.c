@@ -39,6 +39,7 @@ struct relay {
   gint64 started;             /* monotonic microseconds */
   gint64 last_activity;
   GSource *idle_timer;        /* only with config.idle_timeout */
+  GSource *eof_timer;         /* bound_eof_wait, after local EOF */
   GSource *done_source;       /* reports completion from the main loop */
   int exit_code;
   bool finished;
@@ -212,6 +213,7 @@ relay_finish (struct relay *relay)
   relay->local->ops->set_interest (relay->local, false, false);
   relay->remote->ops->set_interest (relay->remote, false, false);
   g_clear_pointer (&relay->idle_timer, gsource_release);
+  g_clear_pointer (&relay->eof_timer, gsource_release);
   if (relay->config.verbose) {
     double seconds = (g_get_monotonic_time () - relay->started) / 1e6;
     print_pump_stats (relay, &relay->up, seconds);
@@ -222,10 +224,43 @@ relay_finish (struct relay *relay)
   g_source_attach (relay->done_source, NULL);
 }
 
+static void relay_settle (struct relay *relay);
+
+/* nc -q: the wait after local EOF is over.  Stop reading remote, as if it
+ * had ended; what was read from it is still delivered. */
+static void
+relay_stop_reading_remote (struct relay *relay)
+{
+  relay->down.src_done = true;
+  pump_flush (&relay->down);
+}
+
+static gboolean
+on_eof_wait_over (gpointer data)
+{
+  struct relay *relay = data;
+
+  g_clear_pointer (&relay->eof_timer, gsource_release);
+  relay_stop_reading_remote (relay);
+  relay_settle (relay);
+  return G_SOURCE_REMOVE;
+}
+
 /* Apply the end-of-stream rules, then derive the watches. */
 static void
 relay_settle (struct relay *relay)
 {
+  /* Local EOF with a bounded wait for the remote's end. */
+  if (relay->config.bound_eof_wait && relay->up.src_done && !relay->down.src_done &&
+      relay->eof_timer == NULL) {
+    if (relay->config.eof_wait == 0) {
+      relay_stop_reading_remote (relay);
+    } else {
+      relay->eof_timer = g_timeout_source_new_seconds (relay->config.eof_wait);
+      g_source_set_callback (relay->eof_timer, on_eof_wait_over, relay, NULL);
+      g_source_attach (relay->eof_timer, NULL);
+    }
+  }
   /* Remote EOF (or failure): stop reading local, but keep delivering
    * what was already read from it. */
   if (relay->down.src_done && !relay->up.src_done) {
@@ -341,6 +376,7 @@ relay_free (struct relay *relay)
   if (relay == NULL)
     return;
   g_clear_pointer (&relay->idle_timer, gsource_release);
+  g_clear_pointer (&relay->eof_timer, gsource_release);
   g_clear_pointer (&relay->done_source, gsource_release);
   endpoint_free (relay->local);
   endpoint_free (relay->remote);

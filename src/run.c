@@ -92,7 +92,9 @@ ferry_run (const struct ferry_options *options)
 {
   struct run run = { .options = options };
   g_autoptr (GError) error = NULL;
-  g_autoptr (FerryAddress) address = address_parse (options->address, &error);
+  g_autoptr (FerryAddress) address =
+    address_parse_flags (options->address,
+                         options->readonly ? ADDRESS_LIBVIRT_READONLY : 0, &error);
   guint sigint_id, sigterm_id;
 
   /* A closed peer must be an EPIPE we can report, not a silent death. */
