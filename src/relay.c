@@ -255,6 +255,35 @@ on_endpoint_ready (void *data, struct endpoint *ep, bool readable, bool writable
   relay_settle (relay);
 }
 
+size_t
+relay_abandon (struct relay *relay, const char *why, int exit_code)
+{
+  size_t lost = relay->up.ring.len + relay->down.ring.len;
+
+  if (relay->finished)
+    return 0;
+  ferry_error ("%s%s%s (%zu bytes buffered for %s, %zu for %s not delivered)",
+               label_prefix (relay), label_sep (relay), why,
+               relay->up.ring.len, endpoint_write_name (relay->up.dst),
+               relay->down.ring.len, endpoint_write_name (relay->down.dst));
+  relay->exit_code = exit_code;
+  relay_finish (relay);
+  return lost;
+}
+
+void
+relay_drain (struct relay *relay)
+{
+  if (relay->finished)
+    return;
+  /* As if both sources had ended: what is buffered is still delivered,
+   * then each destination is half-closed as at end of stream. */
+  relay->up.src_done = relay->down.src_done = true;
+  pump_flush (&relay->up);
+  pump_flush (&relay->down);
+  relay_settle (relay);
+}
+
 static gboolean
 on_idle_check (gpointer data)
 {
@@ -266,13 +295,9 @@ on_idle_check (gpointer data)
     g_source_set_ready_time (relay->idle_timer, deadline);
     return G_SOURCE_CONTINUE;
   }
-  ferry_error ("%s%sno traffic for %u seconds, giving up (%zu bytes buffered "
-               "for %s, %zu for %s not delivered)",
-               label_prefix (relay), label_sep (relay), relay->config.idle_timeout,
-               relay->up.ring.len, endpoint_write_name (relay->up.dst),
-               relay->down.ring.len, endpoint_write_name (relay->down.dst));
-  relay->exit_code = FERRY_EXIT_TIMEOUT;
-  relay_finish (relay);
+  g_autofree char *why = g_strdup_printf ("no traffic for %u seconds, giving up",
+                                          relay->config.idle_timeout);
+  relay_abandon (relay, why, FERRY_EXIT_TIMEOUT);
   return G_SOURCE_CONTINUE;
 }
 
