@@ -22,10 +22,13 @@ struct pump {
   struct ring ring;
   bool src_done;              /* EOF or read error seen, or reading stopped */
   bool dst_done;              /* everything delivered and dst's write side closed */
-  bool failed;                /* bytes were lost; reported already */
+  bool failed;                /* dst failed: bytes were lost; reported already.
+                                 src is still read (and dropped) while the
+                                 other direction needs its peer to progress */
   bool shutdown_at_end;       /* half-close dst once everything is delivered */
   bool reading;               /* src's read interest, as last set */
   guint64 bytes;              /* delivered to dst */
+  guint64 dropped;            /* read from src after dst failed */
   guint64 paused_full;        /* times the reader stopped on a full buffer */
   guint64 waited_writable;    /* times dst would have blocked */
 };
@@ -68,7 +71,6 @@ pump_fail (struct pump *p, const char *action, const char *what, int err)
                label_prefix (relay), label_sep (relay), action, what,
                g_strerror (err), p->bytes, lost);
   p->failed = true;
-  p->src_done = true;
   p->ring.len = 0;
   if (relay->exit_code == FERRY_EXIT_OK)
     relay->exit_code = FERRY_EXIT_IO;
@@ -88,7 +90,9 @@ pump_fill (struct pump *p)
     n = p->src->ops->readv (p->src, iov, n_iov);
   while (n < 0 && errno == EINTR);
 
-  if (n > 0) {
+  if (n > 0 && p->failed) {
+    p->dropped += n;
+  } else if (n > 0) {
     ring_produce (&p->ring, n);
     p->relay->last_activity = g_get_monotonic_time ();
   } else if (n == 0) {
@@ -140,7 +144,7 @@ pump_flush (struct pump *p)
 static bool
 pump_finished (const struct pump *p)
 {
-  return p->dst_done || p->failed;
+  return p->dst_done || (p->failed && p->src_done);
 }
 
 /* Move what the readiness report allows, in one direction. */
@@ -216,6 +220,12 @@ relay_finish (struct relay *relay)
     print_pump_stats (relay, &relay->up, seconds);
     print_pump_stats (relay, &relay->down, seconds);
   }
+  for (struct pump *p = &relay->up; p; p = p == &relay->up ? &relay->down : NULL) {
+    if (p->dropped > 0)
+      ferry_error ("%s%s%" G_GUINT64_FORMAT " more bytes from %s dropped after "
+                   "%s failed", label_prefix (relay), label_sep (relay), p->dropped,
+                   p->src->name, endpoint_write_name (p->dst));
+  }
   relay->done_source = g_idle_source_new ();
   g_source_set_callback (relay->done_source, report_done, relay, NULL);
   g_source_attach (relay->done_source, NULL);
@@ -227,10 +237,17 @@ relay_settle (struct relay *relay)
 {
   /* Remote EOF (or failure): stop reading local, but keep delivering
    * what was already read from it. */
-  if (relay->down.src_done && !relay->up.src_done) {
+  if ((relay->down.src_done || relay->down.failed) && !relay->up.src_done) {
     relay->up.src_done = true;
     pump_flush (&relay->up);
   }
+  /* A failed direction keeps reading (and dropping) only so that its
+   * source, which may be blocked writing, can still take the other
+   * direction's bytes (an echoing peer would otherwise deadlock). */
+  if (relay->up.failed && pump_finished (&relay->down))
+    relay->up.src_done = true;
+  if (relay->down.failed && pump_finished (&relay->up))
+    relay->down.src_done = true;
   if (pump_finished (&relay->up) && pump_finished (&relay->down)) {
     relay_finish (relay);
     return;

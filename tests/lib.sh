@@ -87,3 +87,4 @@ wait_until () {  # SECS CMD...
     for _ in $(seq $((secs * 20))); do "$@" && return 0; sleep 0.05; done
     fail "timed out after ${secs}s waiting for: $*"
 }
+has_sockets () { [ "$(socket_count "$1")" -eq "$2" ]; }  # PID N, for wait_until
