@@ -9,7 +9,7 @@ make_data part1 $((1024 * 1024))
 make_data part2 $((1024 * 1024))
 cat "$T/part1" "$T/part2" > "$T/whole"
 # The target echoes each connection back.
-bg socat -t 30 "UNIX-LISTEN:$T/B.sock,fork" EXEC:cat,nofork,stderr 2>/dev/null
+bg socat -t 30 "UNIX-LISTEN:$T/B.sock,fork" EXEC:cat,nofork 2>/dev/null
 wait_for_socket "$T/B.sock"
 bg "$FERRY" -l -k "unix:$T/A.sock" "unix:$T/B.sock" 2> "$T/err"
 ferry=$LAST_PID
