@@ -31,9 +31,16 @@ bg () { "$@" & track $!; }
 # open them itself and block).
 track () { LAST_PID=$1; PIDS="$PIDS $1"; }
 
+# Wait until something listens on the UNIX socket PATH.  The file alone is
+# not enough: it appears at bind(), and connecting before listen() is refused.
 wait_for_socket () {  # PATH
-    for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.05; done
-    fail "socket $1 never appeared"
+    for _ in $(seq 100); do
+        # ss names the socket by the path its server bound, maybe via a link.
+        [ -S "$1" ] && ss -Hlx | awk '{ print $5 }' |
+            grep -qxF -e "$1" -e "$(realpath "$1")" && return 0
+        sleep 0.05
+    done
+    fail "nothing listens on socket $1"
 }
 
 wait_for_port () {  # PORT
