@@ -9,6 +9,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -19,6 +22,10 @@
 #include "error.h"
 #include "gsource-release.h"
 #include "message.h"
+
+/* /proc/net/unix's Flags bit for a listening socket (the kernel's
+ * __SO_ACCEPTCON). */
+#define PROC_NET_UNIX_LISTENING 0x10000
 
 struct listener {
   int fd;
@@ -38,21 +45,55 @@ set_listen_error (GError **error, const char *name, int err)
                "cannot listen on '%s': %s", name, g_strerror (err));
 }
 
-/* A socket file nobody answers on is left over from a dead listener. */
+/* Whether /proc/net/unix lists a listening socket bound to @path.  Asking
+ * there first spares a live listener the probe connection below, which a
+ * one-shot listener (ferry -l, nc -lU) would take as its one client. */
+static bool
+listed_as_listening (const char *path)
+{
+  g_autofree char *contents = NULL;
+  g_autofree char *real = realpath (path, NULL);
+  g_auto (GStrv) lines = NULL;
+
+  if (!g_file_get_contents ("/proc/net/unix", &contents, NULL, NULL))
+    return false;
+  lines = g_strsplit (contents, "\n", -1);
+  /* "Num RefCount Protocol Flags Type St Inode Path", after a header line. */
+  for (char **line = lines + 1; *line; line++) {
+    unsigned flags;
+    int at = 0;
+
+    if (sscanf (*line, "%*s %*x %*x %x %*x %*x %*u %n", &flags, &at) == 1 && at > 0 &&
+        (flags & PROC_NET_UNIX_LISTENING) &&
+        (strcmp (*line + at, path) == 0 || (real && strcmp (*line + at, real) == 0)))
+      return true;
+  }
+  return false;
+}
+
+/* A socket file nobody answers on is left over from a dead listener.
+ * Keeps errno, which the caller reports when the file is not stale. */
 static bool
 is_stale_socket (const struct sockaddr_un *sun, socklen_t len)
 {
   struct stat st;
-  int fd, r;
+  int saved = errno, fd;
+  bool stale;
 
-  if (stat (sun->sun_path, &st) < 0 || !S_ISSOCK (st.st_mode))
+  if (stat (sun->sun_path, &st) < 0 || !S_ISSOCK (st.st_mode) ||
+      listed_as_listening (sun->sun_path)) {
+    errno = saved;
     return false;
+  }
   fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
+  if (fd < 0) {
+    errno = saved;
     return false;
-  r = connect (fd, (const struct sockaddr *) sun, len);
+  }
+  stale = connect (fd, (const struct sockaddr *) sun, len) < 0 && errno == ECONNREFUSED;
   close (fd);
-  return r < 0 && errno == ECONNREFUSED;
+  errno = saved;
+  return stale;
 }
 
 static int

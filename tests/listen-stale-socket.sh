@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A socket file left by a killed listener is replaced by the next ferry -l;
-# a socket file with a live listener is not: exit 3, "Address already in use".
+# a socket file with a live listener is not: exit 3, "Address already in use",
+# and the live listener is not disturbed.
 . "$(dirname "$0")/lib.sh"
 need socat
 silent_fifo server-in
@@ -21,11 +22,20 @@ done
 rc=0; wait_exit 10 "$server" || rc=$?
 assert_eq 0 "$rc" "exit code of the listener that replaced the stale socket"
 
-# A live listener (socat, so that the liveness probe costs it nothing).
+# A live listener: a one-shot ferry -l.  The second ferry -l must leave it
+# alone (not even connect to it, or it would take that as its one client):
+# afterwards it is still there and serves a real client.
 rm -f "$T/s.sock"
-bg socat -u "UNIX-LISTEN:$T/s.sock,fork" OPEN:/dev/null
+"$FERRY" -l "unix:$T/s.sock" < "$T/server-in" > "$T/server-got" & track $!
+server=$LAST_PID
 wait_for_socket "$T/s.sock"
 rc=0
 within 10 "$FERRY" -l "unix:$T/s.sock" < /dev/null 2> "$T/err" || rc=$?
 assert_ferry_error 3 "$rc" "$T/err" "ferry: cannot listen on '$T/s.sock': Address already in use"
+sleep 0.2
+kill -0 "$server" 2>/dev/null || fail "the live listener exited: it was disturbed"
 [ -S "$T/s.sock" ] || fail "the live listener's socket file was removed"
+printf 'still here\n' | within 10 "$FERRY" "unix:$T/s.sock"
+rc=0; wait_exit 10 "$server" || rc=$?
+assert_eq 0 "$rc" "the live listener's exit code"
+assert_eq "still here" "$(cat "$T/server-got")" "what the live listener received"
