@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Usage errors exit 2 with one line that names the offending option or
+# argument, before touching any socket.
+. "$(dirname "$0")/lib.sh"
+check () {  # TEXT ARGS...
+    local text=$1 rc=0; shift
+    : | within 10 "$FERRY" "$@" 2> "$T/err" || rc=$?
+    assert_ferry_error 2 "$rc" "$T/err" "$text"
+    assert_eq 1 "$(wc -l < "$T/err")" "lines of the message for: $*"
+}
+check "ferry: missing ADDRESS"
+check "unexpected argument '$T/b'" "$T/a" "$T/b"
+check "ferry: -k/--keep-open needs -l/--listen" -k "$T/a"
+check "invalid -b '0'" -b 0 "$T/a"
+check "invalid --buffer-size '2G'" --buffer-size 2G "$T/a"
+check "invalid --buffer-size '12Q'" --buffer-size 12Q "$T/a"
+check "invalid --idle-timeout '-1'" --idle-timeout=-1 "$T/a"
+check "invalid --connect-timeout '-5'" --connect-timeout=-5 "$T/a"
+check "--idle-timeout" --idle-timeout=abc "$T/a"
+check "--bogus" --bogus "$T/a"
