@@ -1,6 +1,8 @@
 /* ferry: command line. */
 #include <config.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +110,23 @@ parse_count (const char *option, int value, const char *unit, unsigned *out,
   return true;
 }
 
+/* A closed stdin, stdout or stderr would be taken by the next fd ferry
+ * opens (its socket, glib's wakeup fd), and ferry would relay out of or
+ * into that, or print its messages into the socket.  Occupy each closed
+ * one with /dev/null opened the other way round, so that it still fails as
+ * a closed fd does (EBADF), which the relay reports. */
+static void
+reserve_stdio_fds (void)
+{
+  static const int modes[] = { O_WRONLY, O_RDONLY, O_WRONLY };
+
+  for (int fd = 0; fd < 3; fd++) {
+    /* open() takes the lowest free number: this fd. */
+    if (fcntl (fd, F_GETFD) < 0 && errno == EBADF)
+      open ("/dev/null", modes[fd]);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -121,6 +140,7 @@ main (int argc, char **argv)
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) context = NULL;
 
+  reserve_stdio_fds ();
   setlocale (LC_ALL, "");
   g_autofree char *base = g_path_get_basename (argv[0]);
   const struct personality *personality = find_personality (base);
