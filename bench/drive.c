@@ -13,7 +13,12 @@
  *   other_cpu          share of all CPUs that other processes used meanwhile
  *
  *   drive --scenario up|down|both|ping|split --listen unix:PATH|tcp
- *         [--bytes N] [--count N] [--timeout SECS] -- HELPER ARGS...
+ *         [--bytes N] [--count N] [--max-seconds S] [--timeout SECS]
+ *         -- HELPER ARGS...
+ *
+ * A ping-pong stops after --count round trips, or once --max-seconds have
+ * passed (so a helper that stalls 40 ms per round trip does not take all
+ * day), whichever comes first.
  *
  * In HELPER ARGS, {PATH} is replaced by the UNIX socket's path and {PORT}
  * by the TCP port (127.0.0.1, an ephemeral port chosen per run).
@@ -306,13 +311,15 @@ echo (void *arg)
 }
 
 /* The client side of a ping-pong, on the helper's stdin and stdout.
- * Returns the seconds taken by count timed round trips, or < 0. */
+ * Returns the seconds taken by *trips timed round trips, or < 0. */
 static double
-ping_pong (int in, int out, struct echo *e, unsigned count, char *error, size_t errlen)
+ping_pong (int in, int out, struct echo *e, unsigned count, double max_seconds,
+           unsigned *trips, char *error, size_t errlen)
 {
   unsigned char req[MSG], rep[MSG];
   double t0 = 0;
 
+  *trips = 0;
   for (unsigned i = 0; i < WARMUP + count; i++) {
     if (i == WARMUP)
       t0 = now ();
@@ -337,6 +344,8 @@ ping_pong (int in, int out, struct echo *e, unsigned count, char *error, size_t 
         snprintf (error, errlen, "round trip %u: wrong reply", i);
         return -1;
       }
+    if (i >= WARMUP && ++*trips && max_seconds > 0 && now () - t0 >= max_seconds)
+      break;
   }
   return now () - t0;
 }
@@ -455,7 +464,7 @@ static void
 usage (void)
 {
   die ("usage: drive --scenario up|down|both|ping|split --listen unix:PATH|tcp "
-       "[--bytes N] [--count N] [--timeout SECS] -- HELPER ARGS...");
+       "[--bytes N] [--count N] [--max-seconds S] [--timeout SECS] -- HELPER ARGS...");
 }
 
 int
@@ -465,6 +474,7 @@ main (int argc, char **argv)
   enum scenario sc = UP;
   uint64_t bytes = 0;
   unsigned count = 1000;
+  double max_seconds = 0;
   int timeout = 300, argi;
   static const char *const names[] = { "up", "down", "both", "ping", "split" };
 
@@ -480,6 +490,8 @@ main (int argc, char **argv)
       bytes = strtoull (val, NULL, 10);
     else if (strcmp (opt, "--count") == 0)
       count = strtoul (val, NULL, 10);
+    else if (strcmp (opt, "--max-seconds") == 0)
+      max_seconds = strtod (val, NULL);
     else if (strcmp (opt, "--timeout") == 0)
       timeout = atoi (val);
     else
@@ -612,8 +624,8 @@ main (int argc, char **argv)
     struct echo e = { .fd = conn, .split = sc == SPLIT };
     sem_init (&e.first_part, 0, 0);
     pthread_create (&e.thread, NULL, echo, &e);
-    elapsed = ping_pong (in[1], out[0], &e, count, error, sizeof error);
-    trips = elapsed >= 0 ? count : 0;
+    elapsed = ping_pong (in[1], out[0], &e, count, max_seconds, &trips,
+                         error, sizeof error);
     close (in[1]);                         /* the helper half-closes, the echo ends */
     pthread_join (e.thread, NULL);
     close (conn);
