@@ -56,7 +56,7 @@
 #define SAMPLE 16u              /* bytes compared per sample */
 #define MSG 64u                 /* ping-pong message size */
 #define SPLIT_FIRST 16u         /* split ping-pong: the first part's size */
-#define WARMUP 10u              /* untimed round trips before a ping-pong */
+#define WARMUP 10u              /* untimed round trips before a ping-pong (at most) */
 
 enum scenario { UP, DOWN, BOTH, PING, SPLIT };
 enum after { KEEP_OPEN, CLOSE, SHUT_WRITE };
@@ -319,9 +319,11 @@ ping_pong (int in, int out, struct echo *e, unsigned count, double max_seconds,
   unsigned char req[MSG], rep[MSG];
   double t0 = 0;
 
+  unsigned warmup = count < WARMUP ? count : WARMUP;
+
   *trips = 0;
-  for (unsigned i = 0; i < WARMUP + count; i++) {
-    if (i == WARMUP)
+  for (unsigned i = 0; i < warmup + count; i++) {
+    if (i == warmup)
       t0 = now ();
     memcpy (req, pattern + (uint64_t) i * MSG % PERIOD, MSG);
     bool ok;
@@ -344,7 +346,7 @@ ping_pong (int in, int out, struct echo *e, unsigned count, double max_seconds,
         snprintf (error, errlen, "round trip %u: wrong reply", i);
         return -1;
       }
-    if (i >= WARMUP && ++*trips && max_seconds > 0 && now () - t0 >= max_seconds)
+    if (i >= warmup && ++*trips && max_seconds > 0 && now () - t0 >= max_seconds)
       break;
   }
   return now () - t0;

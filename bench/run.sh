@@ -35,7 +35,7 @@ helpers=ferry,ferry-copy,nc,socat,socat-1m,virt-ssh-helper,splice-ref
 scenarios=up-unix,down-unix,both-unix,up-tcp,down-tcp,both-tcp,ping-unix,split-tcp
 while [ $# -gt 0 ]; do
     case $1 in
-    --quick) quick=1 bytes=4M rounds=1 ping_count=200 split_count=10 ping_seconds=0.5
+    --quick) quick=1 bytes=4M rounds=1 ping_count=200 split_count=4 ping_seconds=0.5
              extra_rounds=0 timeout=20
              shift; continue ;;
     -h|--help) usage; exit 0 ;;
