@@ -78,12 +78,19 @@ for tool in drive splice-ref; do
         cc -O2 -Wall -Wextra -Werror -pthread -o "$build_dir/$tool" "$here/$tool.c"
     fi
 done
+ferry_origin="given with --ferry"
 if [ -z "$ferry" ]; then
-    if [ ! -f "$build_dir/ferry/build.ninja" ]; then
-        meson setup "$build_dir/ferry" "$top" >/dev/null
+    if { [ ! -f "$build_dir/ferry/build.ninja" ] &&
+         ! meson setup "$build_dir/ferry" "$top" > "$build_dir/ferry-build.log" 2>&1; } ||
+       ! ninja -C "$build_dir/ferry" > "$build_dir/ferry-build.log" 2>&1; then
+        tail -n 20 "$build_dir/ferry-build.log" >&2
+        echo "bench: building ferry failed (log: $build_dir/ferry-build.log)" >&2
+        exit 1
     fi
-    ninja -C "$build_dir/ferry" >/dev/null
     ferry=$build_dir/ferry/src/ferry
+    ferry_origin="built from git $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'),"
+    ferry_origin+=" buildtype $(meson introspect --buildoptions "$build_dir/ferry" 2>/dev/null |
+        python3 -c 'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "buildtype"))' 2>/dev/null || echo '?')"
 fi
 [ -x "$ferry" ] || { echo "bench: no ferry binary at $ferry" >&2; exit 2; }
 
@@ -199,7 +206,7 @@ run_one () {  # ROUND SCENARIO HELPER
 
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
 echo "ferry bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs (${cpu_model:-unknown CPU})"
-echo "ferry: $ferry ($("$ferry" --version 2>/dev/null || echo '?'), git $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'))"
+echo "ferry: $ferry ($("$ferry" --version 2>/dev/null || echo '?'), $ferry_origin)"
 echo "payload: $bytes bytes per direction; $rounds interleaved rounds; ping-pong $ping_count round trips (UNIX), split ping-pong $split_count (TCP), each at most ${ping_seconds} s${quick:+; QUICK smoke mode, figures are meaningless}"
 echo "helpers, in run order: $(for h in "${run_list[@]}"; do label "$h"; done | paste -sd';' | sed 's/;/; /g')"
 for s in "${skipped[@]}"; do echo "not run: $s"; done
