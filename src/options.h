@@ -13,6 +13,7 @@ struct ferry_options {
   const char *address;        /* where to connect, or with listen where to listen */
   bool listen;                /* accept connections on @address and relay them with stdio */
   bool keep_listening;        /* with listen: accept again after each connection */
+  bool readonly;              /* a libvirt URI @address names the read-only socket */
   struct relay_config relay;
   struct connect_options connect;
 };

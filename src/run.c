@@ -54,7 +54,8 @@ start_stdio_relay (struct run *run, struct endpoint *remote)
 {
   struct relay_config config = run->options->relay;
 
-  run->relay = relay_new (endpoint_stdio_new (run->options->keep_listening),
+  run->relay = relay_new (endpoint_stdio_new (run->options->keep_listening,
+                                              config.buffer_size),
                           remote, &config, on_relay_done, run);
 }
 
@@ -65,6 +66,7 @@ on_accept (int fd, const char *peer, void *data)
 
   /* stdio serves one connection at a time. */
   listener_pause (run->listener);
+  socket_set_buffers (fd, &run->options->connect);
   start_stdio_relay (run, endpoint_socket_new (fd, peer));
 }
 
@@ -75,6 +77,9 @@ ferry_options_init (struct ferry_options *options)
     .relay = {
       .buffer_size = FERRY_DEFAULT_BUFFER_SIZE,
       .half_close = true,
+      /* For personalities without ferry's options (nc, virt-ssh-helper),
+       * and for running the test suite through the copying path. */
+      .splice = g_strcmp0 (g_getenv ("FERRY_NO_SPLICE"), "1") != 0,
     },
     .connect = {
       .family = AF_UNSPEC,
@@ -87,7 +92,9 @@ ferry_run (const struct ferry_options *options)
 {
   struct run run = { .options = options };
   g_autoptr (GError) error = NULL;
-  g_autoptr (FerryAddress) address = address_parse (options->address, &error);
+  g_autoptr (FerryAddress) address =
+    address_parse_flags (options->address,
+                         options->readonly ? ADDRESS_LIBVIRT_READONLY : 0, &error);
   guint sigint_id, sigterm_id;
 
   /* A closed peer must be an EPIPE we can report, not a silent death. */
