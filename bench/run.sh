@@ -23,13 +23,13 @@ usage: bench/run.sh [OPTIONS]
   --ferry PATH        measure this ferry binary (default: build one with meson)
   --build-dir DIR     where ferry and the bench tools are built (default bench/.build)
   --max-spread PCT    a cell whose rounds spread more than PCT% gets extra rounds (default 20)
-  --extra-rounds N    at most N extra rounds for noisy cells (default 2)
+  --extra-rounds N    at most N extra rounds for noisy cells (default 1)
   --timeout SECS      kill a helper that takes longer than SECS in one run (default 120)
   --raw FILE          keep the raw per-run records in FILE
 EOF
 }
 
-bytes=1G rounds=3 ping_count=10000 split_count=1000 ping_seconds=2 max_spread=20 extra_rounds=2
+bytes=1G rounds=3 ping_count=10000 split_count=1000 ping_seconds=2 max_spread=20 extra_rounds=1
 timeout=120 ferry= build_dir=$here/.build raw_keep= quick=
 helpers=ferry,ferry-copy,nc,socat,socat-1m,virt-ssh-helper,splice-ref
 scenarios=up-unix,down-unix,both-unix,up-tcp,down-tcp,both-tcp,ping-unix,split-tcp
