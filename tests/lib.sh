@@ -23,6 +23,13 @@ need () { for t in "$@"; do command -v "$t" >/dev/null 2>&1 || skip "$t is not i
 # The PID is left in $LAST_PID.
 bg () { "$@" & LAST_PID=$!; PIDS="$PIDS $LAST_PID"; }
 
+# Like bg, with stdin from FILE (a plain `bg CMD < FILE` gets /dev/null:
+# bash gives background commands an empty stdin unless they redirect it).
+bg_stdin () {  # FILE CMD...
+    local file=$1; shift
+    "$@" < "$file" & LAST_PID=$!; PIDS="$PIDS $LAST_PID"
+}
+
 wait_for_socket () {  # PATH
     for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.05; done
     fail "socket $1 never appeared"
