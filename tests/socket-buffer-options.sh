@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # --sndbuf/--rcvbuf reach the kernel on the socket ferry connects (TCP and
-# UNIX) and on the one it accepts: ss shows them doubled (the kernel's
+# UNIX) and on the one it accepts, also when forwarding: ss shows them doubled (the kernel's
 # bookkeeping).  Without them, the kernel's defaults stay.  A bad value is
 # a usage error.
 . "$(dirname "$0")/lib.sh"
@@ -44,6 +44,18 @@ listener=$LAST_PID
 wait_for_port "$lport"
 bg socat "TCP:127.0.0.1:$lport" SYSTEM:"cat > /dev/null"
 assert_eq "rb131072 tb196608" "$(skmem "$listener")" "accepted TCP with --sndbuf 96K --rcvbuf 64K"
+
+# listen-and-forward: the accepted socket and the one to the target
+fport=$(free_port)
+bg "$FERRY" -l -k --sndbuf 96K --rcvbuf 64K "127.0.0.1:$fport" "127.0.0.1:$port"
+forwarder=$LAST_PID
+wait_for_port "$fport"
+bg socat "TCP:127.0.0.1:$fport" SYSTEM:"cat > /dev/null"
+for _ in $(seq 100); do
+    [ "$(ss -Htnp state established | grep -c "pid=$forwarder,")" = 2 ] && break
+    sleep 0.05
+done
+assert_eq "rb131072 tb196608" "$(skmem "$forwarder")" "forwarded TCP, both sockets"
 
 set +e
 "$FERRY" --sndbuf 0 "127.0.0.1:$port" < /dev/null > /dev/null 2> "$T/err"
