@@ -34,9 +34,13 @@ bg_stdin () {  # FILE CMD...
     "$@" < "$file" & LAST_PID=$!; PIDS="$PIDS $LAST_PID"
 }
 
-wait_for_socket () {  # PATH
-    for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.05; done
-    fail "socket $1 never appeared"
+wait_for_socket () {  # PATH: until something listens on it (the file
+    # appears at bind(), a moment before listen()).
+    for _ in $(seq 200); do
+        ss -Hlx 2>/dev/null | awk '{ print $5 }' | grep -qxF -- "$1" && return 0
+        sleep 0.05
+    done
+    fail "nothing ever listened on $1"
 }
 
 wait_for_port () {  # PORT
