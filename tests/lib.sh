@@ -35,9 +35,12 @@ bg_stdin () {  # FILE CMD...
 }
 
 wait_for_socket () {  # PATH: until something listens on it (the file
-    # appears at bind(), a moment before listen()).
+    # appears at bind(), a moment before listen()).  ss shows the path the
+    # listener bound, which may be PATH's canonical form (/var/run -> /run).
+    local real
+    real=$(realpath -m -- "$1")
     for _ in $(seq 200); do
-        ss -Hlx 2>/dev/null | awk '{ print $5 }' | grep -qxF -- "$1" && return 0
+        ss -Hlx 2>/dev/null | awk '{ print $5 }' | grep -qxF -e "$1" -e "$real" && return 0
         sleep 0.05
     done
     fail "nothing ever listened on $1"
