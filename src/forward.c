@@ -149,6 +149,7 @@ on_accept (int fd, const char *peer, void *data)
     return;
   }
   config.label = peer;
+  socket_set_buffers (fd, &f->options->connect);
   g_ptr_array_add (f->relays, relay_new (endpoint_socket_new (fd, "client"), remote,
                                          &config, on_relay_done, f));
   f->peak = MAX (f->peak, f->relays->len);

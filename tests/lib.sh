@@ -31,13 +31,20 @@ bg () { "$@" & track $!; }
 # open them itself and block).
 track () { LAST_PID=$1; PIDS="$PIDS $1"; }
 
-# Wait until something listens on the UNIX socket PATH.  The file alone is
-# not enough: it appears at bind(), and connecting before listen() is refused.
-wait_for_socket () {  # PATH
+# Like bg, with stdin from FILE (a plain `bg CMD < FILE` gets /dev/null:
+# bash gives background commands an empty stdin unless they redirect it).
+bg_stdin () {  # FILE CMD...
+    local file=$1; shift
+    "$@" < "$file" & track $!
+}
+
+wait_for_socket () {  # PATH: until something listens on it (the file
+    # appears at bind(), a moment before listen()).  ss shows the path the
+    # listener bound, which may be PATH's canonical form (/var/run -> /run).
+    local real
+    real=$(realpath -m -- "$1")
     for _ in $(seq 200); do
-        # ss names the socket by the path its server bound, maybe via a link.
-        [ -S "$1" ] && ss -Hlx | awk '{ print $5 }' |
-            grep -qxF -e "$1" -e "$(realpath "$1")" && return 0
+        ss -Hlx 2>/dev/null | awk '{ print $5 }' | grep -qxF -e "$1" -e "$real" && return 0
         sleep 0.05
     done
     fail "nothing listens on socket $1"
