@@ -10,6 +10,7 @@
 #include "error.h"
 #include "message.h"
 #include "options.h"
+#include "virt-uri.h"
 
 static const char description[] =
   "ADDRESS forms:\n"
@@ -171,6 +172,10 @@ main (int argc, char **argv)
   if (!parse_seconds ("--idle-timeout", idle_timeout, &options.relay.idle_timeout, &error) ||
       !parse_seconds ("--connect-timeout", connect_timeout, &options.connect.timeout, &error)) {
     ferry_error ("%s", error->message);
+    return FERRY_EXIT_USAGE;
+  }
+  if (readonly && !virt_uri_matches (argv[1])) {
+    ferry_error ("-r/--readonly needs a libvirt URI ADDRESS, not '%s'", argv[1]);
     return FERRY_EXIT_USAGE;
   }
   if (keep && !listen) {
