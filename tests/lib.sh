@@ -94,3 +94,27 @@ ferry_link () {  # NAME
     mkdir -p "$T/bin"
     ln -sf "$FERRY" "$T/bin/$1"
 }
+
+# Sample "FUNC PID" every 50 ms while PID lives, keeping the largest number
+# it printed in FILE.  Start it with bg; it ends by itself with PID.
+track_max () {  # FILE PID FUNC
+    local max=0 v
+    echo 0 > "$1"
+    while kill -0 "$2" 2>/dev/null; do
+        v=$("$3" "$2" 2>/dev/null) || v=0
+        if [ "${v:-0}" -gt "$max" ]; then max=$v; echo "$max" > "$1"; fi
+        sleep 0.05
+    done
+}
+
+# For track_max: resident memory in KiB, and the count of open sockets.
+rss_kib () { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+socket_count () { find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
+
+# Wait until COND (a command) succeeds, polling every 50 ms for SECS.
+wait_until () {  # SECS CMD...
+    local secs=$1; shift
+    for _ in $(seq $((secs * 20))); do "$@" && return 0; sleep 0.05; done
+    fail "timed out after ${secs}s waiting for: $*"
+}
+has_sockets () { [ "$(socket_count "$1")" -eq "$2" ]; }  # PID N, for wait_until
