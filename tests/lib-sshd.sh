@@ -3,7 +3,11 @@
 #   start_sshd NAME PATH   start sshd NAME on a free port; sessions get
 #                          PATH (sshd_config SetEnv), so a test decides
 #                          which helpers ("nc", "virt-ssh-helper") the
-#                          remote side finds.  Sets SSHD_PORT and SSHD_PID.
+#                          remote side finds.  FERRY_NO_SPLICE, when set,
+#                          reaches the sessions too (sshd resets the
+#                          environment), so a -copy suite run tests the
+#                          copying path on the remote side as well.
+#                          Sets SSHD_PORT and SSHD_PID.
 #   $SSH_CMD               an ssh client command (a small script) that
 #                          trusts only the generated host key (pinned in a
 #                          known_hosts file), logs in as root with the
@@ -59,7 +63,7 @@ KbdInteractiveAuthentication no
 X11Forwarding no
 PrintMotd no
 PrintLastLog no
-SetEnv PATH=$path
+SetEnv PATH=$path${FERRY_NO_SPLICE:+ FERRY_NO_SPLICE=$FERRY_NO_SPLICE}
 LogLevel ERROR
 CFG
     echo "[127.0.0.1]:$port $(cut -d' ' -f1-2 "$SSH_DIR/host_ed25519.pub")" >> "$SSH_DIR/known_hosts"
