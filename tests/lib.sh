@@ -88,3 +88,12 @@ wait_until () {  # SECS CMD...
     fail "timed out after ${secs}s waiting for: $*"
 }
 has_sockets () { [ "$(socket_count "$1")" -eq "$2" ]; }  # PID N, for wait_until
+
+# True when no socket of PID has unread bytes queued (so PID has read
+# everything its peers sent so far).  For wait_until.
+recv_queues_empty () {  # PID
+    ! ss -xHp | awk -v p="pid=$1," 'index($0, p) && $3 != 0 { found = 1 } END { exit !found }'
+}
+
+# Wait until N files match a glob pattern (quoted, e.g. "$T/done.*").
+has_files () { [ "$(compgen -G "$1" | wc -l)" -eq "$2" ]; }  # PATTERN N
