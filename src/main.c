@@ -4,7 +4,9 @@
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "compat.h"
 #include "error.h"
 #include "message.h"
 #include "options.h"
@@ -15,6 +17,13 @@ static const char description[] =
   "  unix:@NAME, @NAME                      abstract UNIX socket\n"
   "  tcp:HOST:PORT, HOST:PORT, [V6]:PORT    TCP (TCP_NODELAY always on)\n"
   "  fd:N                                   inherited connected socket\n"
+  "  DRIVER:///system, DRIVER:///session    libvirt daemon socket, as libvirt\n"
+  "     [?socket=PATH][&mode=auto|legacy|direct]   resolves it (see -r)\n"
+  "\n"
+  "Other programs' command lines (also when run through a link of that name):\n"
+  "  ferry --compat=nc ARGS...                netcat-openbsd's tunnel options\n"
+  "  ferry --compat=virt-ssh-helper [-r] URI  libvirt's virt-ssh-helper\n"
+  "  (--compat must come first.)  These exit with 0 or 1 only.\n"
   "\n"
   "End of stream (nothing that was read is ever dropped silently):\n"
   "  stdin EOF:  deliver what was read, then shutdown(SHUT_WR) the socket\n"
@@ -37,19 +46,23 @@ static const char description[] =
   "  passed fds (3, 4, ...) and forwards as above.\n"
   "\n"
   "Exit codes:\n"
-  "  0 success, 2 usage error, 3 cannot connect or listen,\n"
+  "  0 success, 1 any failure (nc and virt-ssh-helper only),\n"
+  "  2 usage error, 3 cannot connect or listen,\n"
   "  4 I/O failure during the relay, 5 idle timeout,\n"
   "  130 SIGINT, 143 SIGTERM.\n";
 
+/* --buffer-size, --sndbuf, --rcvbuf: @data is the group's, the options. */
 static gboolean
 parse_size (const char *name, const char *value, gpointer data, GError **error)
 {
-  size_t *out = data;
+  struct ferry_options *options = data;
+  size_t *out = g_str_equal (name, "--sndbuf") ? &options->connect.sndbuf
+              : g_str_equal (name, "--rcvbuf") ? &options->connect.rcvbuf
+              : &options->relay.buffer_size;
   char *end;
   guint64 n = g_ascii_strtoull (value, &end, 10);
   guint64 scale = 1;
 
-  (void) name;
   switch (g_ascii_toupper (*end)) {
   case 'K': scale = 1024; end++; break;
   case 'M': scale = 1024 * 1024; end++; break;
@@ -57,12 +70,29 @@ parse_size (const char *name, const char *value, gpointer data, GError **error)
   }
   if (end == value || *end != '\0' || n == 0 || n > (1ull << 30) / scale) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
-                 "invalid buffer size '%s': expected 1 to 1G bytes, e.g. 65536, 64K or 1M",
-                 value);
+                 "invalid %s '%s': expected 1 to 1G bytes, e.g. 65536, 64K or 1M",
+                 name, value);
     return FALSE;
   }
   *out = n * scale;
   return TRUE;
+}
+
+static const struct personality {
+  const char *name;
+  int (*main) (int argc, char **argv);
+} personalities[] = {
+  { "nc", compat_nc_main },
+  { "virt-ssh-helper", compat_virt_ssh_helper_main },
+};
+
+static const struct personality *
+find_personality (const char *name)
+{
+  for (size_t i = 0; i < G_N_ELEMENTS (personalities); i++)
+    if (strcmp (personalities[i].name, name) == 0)
+      return &personalities[i];
+  return NULL;
 }
 
 static bool
@@ -83,7 +113,7 @@ main (int argc, char **argv)
 {
   struct ferry_options options;
   gboolean listen = FALSE, keep = FALSE, no_shutdown = FALSE, keepalive = FALSE;
-  gboolean verbose = FALSE, version = FALSE;
+  gboolean verbose = FALSE, version = FALSE, no_splice = FALSE, readonly = FALSE;
   int idle_timeout = 0, connect_timeout = 0;
   int max_connections = 0, exit_idle_time = 0, drain_timeout = -1;
   bool activated;
@@ -92,7 +122,21 @@ main (int argc, char **argv)
   g_autoptr (GOptionContext) context = NULL;
 
   setlocale (LC_ALL, "");
+  g_autofree char *base = g_path_get_basename (argv[0]);
+  const struct personality *personality = find_personality (base);
+  if (personality)
+    return personality->main (argc, argv);
   g_set_prgname ("ferry");
+  if (argc >= 2 && g_str_has_prefix (argv[1], "--compat=")) {
+    personality = find_personality (argv[1] + strlen ("--compat="));
+    if (personality == NULL) {
+      ferry_error ("unknown %s: expected --compat=nc or --compat=virt-ssh-helper", argv[1]);
+      return FERRY_EXIT_USAGE;
+    }
+    /* The personality sees its own name as argv[0]. */
+    argv[1] = (char *) personality->name;
+    return personality->main (argc - 1, argv + 1);
+  }
   ferry_options_init (&options);
 
   GOptionEntry entries[] = {
@@ -102,6 +146,12 @@ main (int argc, char **argv)
       "With -l, accept another connection after each one", NULL },
     { "buffer-size", 'b', 0, G_OPTION_ARG_CALLBACK, parse_size,
       "Fixed buffer per direction (default 1M)", "BYTES" },
+    { "no-splice", 0, 0, G_OPTION_ARG_NONE, &no_splice,
+      "Copy through memory instead of splice(2) (also FERRY_NO_SPLICE=1)", NULL },
+    { "sndbuf", 0, 0, G_OPTION_ARG_CALLBACK, parse_size,
+      "SO_SNDBUF for the socket(s) (default: the kernel's)", "BYTES" },
+    { "rcvbuf", 0, 0, G_OPTION_ARG_CALLBACK, parse_size,
+      "SO_RCVBUF for the socket(s) (default: the kernel's)", "BYTES" },
     { "no-shutdown", 0, 0, G_OPTION_ARG_NONE, &no_shutdown,
       "Do not half-close the socket after stdin EOF", NULL },
     { "idle-timeout", 0, 0, G_OPTION_ARG_INT, &idle_timeout,
@@ -117,6 +167,8 @@ main (int argc, char **argv)
       "SECS" },
     { "keepalive", 0, 0, G_OPTION_ARG_NONE, &keepalive,
       "Set SO_KEEPALIVE on TCP connections", NULL },
+    { "readonly", 'r', 0, G_OPTION_ARG_NONE, &readonly,
+      "With a libvirt URI ADDRESS: the daemon's read-only socket", NULL },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose,
       "Print statistics for each direction at exit", NULL },
     { "version", 'V', 0, G_OPTION_ARG_NONE, &version,
@@ -127,9 +179,9 @@ main (int argc, char **argv)
   context = g_option_context_new ("ADDRESS | -l LISTEN [TARGET] - relay stdin/stdout "
                                   "(or accepted connections) to a socket, losing nothing");
   g_option_context_set_description (context, description);
-  /* parse_size receives the group's data: where the size goes. */
+  /* parse_size receives the group's data: the options it sets. */
   GOptionGroup *group = g_option_group_new ("ferry", "ferry options", "ferry options",
-                                            &options.relay.buffer_size, NULL);
+                                            &options, NULL);
   g_option_group_add_entries (group, entries);
   g_option_context_set_main_group (context, group);
 
@@ -194,7 +246,10 @@ main (int argc, char **argv)
   }
   options.keep_listening = keep;
   options.relay.half_close = !no_shutdown;
+  if (no_splice)
+    options.relay.splice = false;
   options.relay.verbose = verbose;
+  options.readonly = readonly;
   options.connect.keepalive = keepalive;
   rc = ferry_run (&options);
   socket_activation_clear (&options.activation);

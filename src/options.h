@@ -24,6 +24,7 @@ struct ferry_options {
   unsigned max_connections;   /* forward: live relays at most; 0 = no limit */
   unsigned exit_idle_time;    /* forward: exit after SECS without connections; 0 = never */
   unsigned drain_timeout;     /* forward: on SIGTERM, SECS to finish buffered data */
+  bool readonly;              /* a libvirt URI @address names the read-only socket */
   struct relay_config relay;
   struct connect_options connect;
 };

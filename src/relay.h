@@ -23,7 +23,13 @@
 struct relay_config {
   size_t buffer_size;         /* bytes per direction, allocated once */
   bool half_close;            /* shutdown(SHUT_WR) remote after local EOF */
+  bool splice;                /* move bytes with splice(2) where both ends allow */
   unsigned idle_timeout;      /* seconds without traffic before giving up; 0 = never */
+  bool bound_eof_wait;        /* after local EOF, stop reading remote once
+                                 @eof_wait seconds have passed (nc -q);
+                                 false: read remote until its EOF */
+  unsigned eof_wait;          /* seconds; 0 stops at once.  Bytes already
+                                 read are still delivered both ways. */
   bool verbose;               /* print statistics when done */
   const char *label;          /* prefix for messages, e.g. "connection 3"; may be NULL */
 };

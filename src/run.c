@@ -68,7 +68,8 @@ start_stdio_relay (struct run *run, struct endpoint *remote)
 {
   struct relay_config config = run->options->relay;
 
-  run->relay = relay_new (endpoint_stdio_new (run->options->keep_listening),
+  run->relay = relay_new (endpoint_stdio_new (run->options->keep_listening,
+                                              config.buffer_size),
                           remote, &config, on_relay_done, run);
 }
 
@@ -79,6 +80,7 @@ on_accept (int fd, const char *peer, void *data)
 
   /* stdio serves one connection at a time. */
   listener_pause (run->listener);
+  socket_set_buffers (fd, &run->options->connect);
   start_stdio_relay (run, endpoint_socket_new (fd, peer));
 }
 
@@ -89,6 +91,9 @@ ferry_options_init (struct ferry_options *options)
     .relay = {
       .buffer_size = FERRY_DEFAULT_BUFFER_SIZE,
       .half_close = true,
+      /* For personalities without ferry's options (nc, virt-ssh-helper),
+       * and for running the test suite through the copying path. */
+      .splice = g_strcmp0 (g_getenv ("FERRY_NO_SPLICE"), "1") != 0,
     },
     .drain_timeout = FERRY_DEFAULT_DRAIN_TIMEOUT,
     .connect = {
@@ -102,14 +107,18 @@ ferry_run (const struct ferry_options *options)
 {
   struct run run = { .options = options };
   g_autoptr (GError) error = NULL;
+  /* --readonly names the socket ferry connects to: the target, if any. */
+  unsigned flags = options->readonly ? ADDRESS_LIBVIRT_READONLY : 0;
   g_autoptr (FerryAddress) address = NULL;
   g_autoptr (FerryAddress) target = NULL;
   guint sigint_id, sigterm_id;
 
   /* A closed peer must be an EPIPE we can report, not a silent death. */
   signal (SIGPIPE, SIG_IGN);
-  if ((options->address && !(address = address_parse (options->address, &error))) ||
-      (options->target && !(target = address_parse (options->target, &error)))) {
+  if ((options->address &&
+       !(address = address_parse_flags (options->address, flags, &error))) ||
+      (options->target &&
+       !(target = address_parse_flags (options->target, flags, &error)))) {
     ferry_error ("%s", error->message);
     return error->code;
   }

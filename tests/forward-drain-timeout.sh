@@ -6,7 +6,7 @@
 need socat ss
 
 export T
-make_data data $((2 * 1024 * 1024))
+make_data data $((512 * 1024))
 # PEER SEND: send, then read nothing for a while, then discard.
 cat > "$T/peer.sh" <<'SH'
 cat "$1"; touch "$2.sent"; sleep 3; cat > /dev/null
@@ -17,7 +17,7 @@ wait_for_socket "$T/B.sock"
 for round in timeout second-signal; do
     rm -f "$T"/*.sent
     if [ "$round" = timeout ]; then timeout=1; else timeout=30; fi
-    bg "$FERRY" -l -k -b 4M --drain-timeout "$timeout" "unix:$T/A.sock" "unix:$T/B.sock" 2> "$T/err"
+    bg "$FERRY" -l -k --drain-timeout "$timeout" "unix:$T/A.sock" "unix:$T/B.sock" 2> "$T/err"
     ferry=$LAST_PID
     wait_for_socket "$T/A.sock"
     bg socat "UNIX-CONNECT:$T/A.sock" EXEC:"bash $T/peer.sh $T/data $T/client",nofork

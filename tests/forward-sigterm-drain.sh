@@ -3,7 +3,7 @@
 # buffers hold in both directions, half-closes each side, and exits 0 with
 # a summary once every relay has drained.
 #
-# Both peers of each of the 3 relays send 2 MiB, keep their connection
+# Both peers of each of the 3 relays send 512 KiB, keep their connection
 # open, and read nothing for a few seconds: a UNIX socket queues only a
 # few hundred KiB, so most of those bytes sit in ferry's buffers at SIGTERM.
 . "$(dirname "$0")/lib.sh"
@@ -11,8 +11,8 @@ need socat ss
 
 clients=3
 export T
-make_data down $((2 * 1024 * 1024))
-for i in $(seq "$clients"); do make_data "up.$i" $((2 * 1024 * 1024)); done
+make_data down $((512 * 1024))
+for i in $(seq "$clients"); do make_data "up.$i" $((512 * 1024)); done
 # PEER SEND GOT: send, say so, pause without reading, then read to EOF.
 cat > "$T/peer.sh" <<'SH'
 cat "$1"; touch "$2.sent"; sleep 4; cat > "$2"; touch "$2.done"
@@ -20,7 +20,7 @@ SH
 bg socat "UNIX-LISTEN:$T/B.sock,fork" \
     SYSTEM:'exec bash "$T/peer.sh" "$T/down" "$T/server-got.$$"',nofork
 wait_for_socket "$T/B.sock"
-bg "$FERRY" -l -k -b 4M "unix:$T/A.sock" "unix:$T/B.sock" 2> "$T/err"
+bg "$FERRY" -l -k "unix:$T/A.sock" "unix:$T/B.sock" 2> "$T/err"
 ferry=$LAST_PID
 wait_for_socket "$T/A.sock"
 

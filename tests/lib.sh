@@ -11,6 +11,10 @@ PIDS=""
 cleanup () {
     for pid in $PIDS; do kill "$pid" 2>/dev/null || true; done
     for pid in $PIDS; do wait "$pid" 2>/dev/null || true; done
+    # Mounts a test made inside its namespace (reexec_in_mount_ns), deepest first.
+    if [ -n "${FERRY_TEST_MOUNT_NS:-}" ]; then
+        findmnt -rn -o TARGET | grep "^$T/" | sort -r | xargs -r umount || true
+    fi
     rm -rf "$T"
 }
 trap cleanup EXIT
@@ -97,3 +101,28 @@ recv_queues_empty () {  # PID
 
 # Wait until N files match a glob pattern (quoted, e.g. "$T/done.*").
 has_files () { [ "$(compgen -G "$1" | wc -l)" -eq "$2" ]; }  # PATTERN N
+# Re-run the calling test in a private mount namespace, so it may mount
+# tmpfs over system paths (/run, /var/lib, ...) without touching the host.
+# Call it first thing after sourcing lib.sh; inside, FERRY_TEST_MOUNT_NS=1.
+reexec_in_mount_ns () {  # ARGS...
+    [ -n "${FERRY_TEST_MOUNT_NS:-}" ] && return 0
+    need unshare
+    unshare -m --propagation private true 2>/dev/null ||
+        skip "cannot create a mount namespace (needs root)"
+    trap - EXIT
+    rm -rf "$T"
+    FERRY_TEST_MOUNT_NS=1 exec unshare -m --propagation private bash "$0" "$@"
+}
+
+# A UNIX socket file that exists but refuses connections (bound, never
+# listened on): enough for code that only checks that a socket exists.
+fake_socket () {  # PATH
+    mkdir -p "$(dirname "$1")"
+    python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$1"
+}
+
+# Make $T/bin/NAME a link to ferry, so ferry runs under that name.
+ferry_link () {  # NAME
+    mkdir -p "$T/bin"
+    ln -sf "$FERRY" "$T/bin/$1"
+}
