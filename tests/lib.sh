@@ -87,6 +87,38 @@ within () {  # SECS CMD...
     timeout --kill-after=2 "$secs" "$@"
 }
 
+# Sample "FUNC PID" every 50 ms while PID lives, keeping the largest number
+# it printed in FILE.  Start it with bg; it ends by itself with PID.
+track_max () {  # FILE PID FUNC
+    local max=0 v
+    echo 0 > "$1"
+    while kill -0 "$2" 2>/dev/null; do
+        v=$("$3" "$2" 2>/dev/null) || v=0
+        if [ "${v:-0}" -gt "$max" ]; then max=$v; echo "$max" > "$1"; fi
+        sleep 0.05
+    done
+}
+
+# For track_max: resident memory in KiB, and the count of open sockets.
+rss_kib () { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+socket_count () { find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
+
+# Wait until COND (a command) succeeds, polling every 50 ms for SECS.
+wait_until () {  # SECS CMD...
+    local secs=$1; shift
+    for _ in $(seq $((secs * 20))); do "$@" && return 0; sleep 0.05; done
+    fail "timed out after ${secs}s waiting for: $*"
+}
+has_sockets () { [ "$(socket_count "$1")" -eq "$2" ]; }  # PID N, for wait_until
+
+# True when no socket of PID has unread bytes queued (so PID has read
+# everything its peers sent so far).  For wait_until.
+recv_queues_empty () {  # PID
+    ! ss -xHp | awk -v p="pid=$1," 'index($0, p) && $3 != 0 { found = 1 } END { exit !found }'
+}
+
+# Wait until N files match a glob pattern (quoted, e.g. "$T/done.*").
+has_files () { [ "$(compgen -G "$1" | wc -l)" -eq "$2" ]; }  # PATTERN N
 # Re-run the calling test in a private mount namespace, so it may mount
 # tmpfs over system paths (/run, /var/lib, ...) without touching the host.
 # Call it first thing after sourcing lib.sh; inside, FERRY_TEST_MOUNT_NS=1.
@@ -112,30 +144,6 @@ ferry_link () {  # NAME
     mkdir -p "$T/bin"
     ln -sf "$FERRY" "$T/bin/$1"
 }
-
-# Sample "FUNC PID" every 50 ms while PID lives, keeping the largest number
-# it printed in FILE.  Start it with bg; it ends by itself with PID.
-track_max () {  # FILE PID FUNC
-    local max=0 v
-    echo 0 > "$1"
-    while kill -0 "$2" 2>/dev/null; do
-        v=$("$3" "$2" 2>/dev/null) || v=0
-        if [ "${v:-0}" -gt "$max" ]; then max=$v; echo "$max" > "$1"; fi
-        sleep 0.05
-    done
-}
-
-# For track_max: resident memory in KiB, and the count of open sockets.
-rss_kib () { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-socket_count () { find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
-
-# Wait until COND (a command) succeeds, polling every 50 ms for SECS.
-wait_until () {  # SECS CMD...
-    local secs=$1; shift
-    for _ in $(seq $((secs * 20))); do "$@" && return 0; sleep 0.05; done
-    fail "timed out after ${secs}s waiting for: $*"
-}
-has_sockets () { [ "$(socket_count "$1")" -eq "$2" ]; }  # PID N, for wait_until
 
 # Wait up to SECS for the background process PID to exit and return its exit
 # status; fails the test (after killing it) if it is still running.
