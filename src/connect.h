@@ -13,7 +13,13 @@ struct connect_options {
   unsigned timeout;           /* seconds; 0 waits as long as the kernel does */
   bool keepalive;             /* SO_KEEPALIVE on TCP */
   int family;                 /* AF_UNSPEC, or AF_INET / AF_INET6 to restrict TCP */
+  size_t sndbuf, rcvbuf;      /* SO_SNDBUF / SO_RCVBUF bytes; 0 keeps the kernel's */
 };
+
+/* Apply @options' socket buffer sizes to the socket @fd (connected, being
+ * connected, or accepted).  A refusal is not an error: the kernel's size
+ * stands. */
+void socket_set_buffers (int fd, const struct connect_options *options);
 
 /* Returns a connected endpoint, or NULL with a FERRY_EXIT_CONNECT error
  * ("cannot connect to 'NAME': REASON"). */

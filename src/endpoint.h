@@ -33,6 +33,10 @@ struct endpoint_ops {
   void (*set_interest) (struct endpoint *ep, bool want_read, bool want_write);
   /* Release every resource (watches, fds) and the endpoint itself. */
   void (*free) (struct endpoint *ep);
+  /* Optional: a non-blocking fd that splice(2) may read from (!@write) or
+   * write to (@write) in place of readv/writev, or -1.  Endpoints that
+   * must see the bytes (framing, encryption) leave this NULL. */
+  int (*splice_fd) (struct endpoint *ep, bool write);
 };
 
 struct endpoint {
@@ -56,6 +60,12 @@ endpoint_free (struct endpoint *ep)
 {
   if (ep)
     ep->ops->free (ep);
+}
+
+static inline int
+endpoint_splice_fd (struct endpoint *ep, bool write)
+{
+  return ep->ops->splice_fd ? ep->ops->splice_fd (ep, write) : -1;
 }
 
 /* Shared by every endpoint kind's free(). */

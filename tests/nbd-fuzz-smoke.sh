@@ -4,7 +4,7 @@
 # with the captured sessions, each as-is and under the read-only guard.
 . "$(dirname "$0")/lib.sh"
 need clang pkg-config
-: "${FERRY_SRCDIR:?}" "${FERRY_BUILDDIR:?}"
+: "${FERRY_SOURCE_ROOT:?}" "${FERRY_BUILD_ROOT:?}"
 secs=${NBD_FUZZ_SECONDS:-8}
 
 echo 'int LLVMFuzzerTestOneInput (const char *d, unsigned long n) { return 0; }' > "$T/probe.c"
@@ -13,14 +13,14 @@ clang -fsanitize=fuzzer,address "$T/probe.c" -o "$T/probe" 2>/dev/null ||
 
 san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 # shellcheck disable=SC2046,SC2086
-clang -g -O1 $san -D_GNU_SOURCE -I"$FERRY_BUILDDIR" -I"$FERRY_SRCDIR/src" \
-    -I"$FERRY_SRCDIR/tests/nbd" $(pkg-config --cflags glib-2.0) \
-    "$FERRY_SRCDIR/fuzz/nbd-framing-fuzz.c" "$FERRY_SRCDIR/tests/nbd/session.c" \
-    "$FERRY_SRCDIR/src/nbd-framing.c" "$FERRY_SRCDIR/src/error.c" \
+clang -g -O1 $san -D_GNU_SOURCE -I"$FERRY_BUILD_ROOT" -I"$FERRY_SOURCE_ROOT/src" \
+    -I"$FERRY_SOURCE_ROOT/tests/nbd" $(pkg-config --cflags glib-2.0) \
+    "$FERRY_SOURCE_ROOT/fuzz/nbd-framing-fuzz.c" "$FERRY_SOURCE_ROOT/tests/nbd/session.c" \
+    "$FERRY_SOURCE_ROOT/src/nbd-framing.c" "$FERRY_SOURCE_ROOT/src/error.c" \
     $(pkg-config --libs glib-2.0) -o "$T/fuzz" || fail "cannot build the fuzz target"
 
 mkdir "$T/seeds" "$T/corpus"
-for c in "$FERRY_SRCDIR"/tests/nbd/captures/*.nbdrec; do
+for c in "$FERRY_SOURCE_ROOT"/tests/nbd/captures/*.nbdrec; do
     n=$(basename "$c" .nbdrec)
     { printf '\016'; cat "$c"; } > "$T/seeds/$n-whole"      # pieces of 4096
     { printf '\001'; cat "$c"; } > "$T/seeds/$n-readonly"   # read-only, byte at a time
