@@ -164,6 +164,9 @@ connect_address (const struct address *a, const struct connect_options *opts,
     return connect_tcp (a, opts, error);
   case ADDRESS_FD:
     return adopt_fd (a, error);
+  case ADDRESS_SSH:
+    set_connect_error (error, a, "ssh is not supported yet");
+    return NULL;
   }
   g_assert_not_reached ();
 }
