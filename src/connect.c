@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "endpoint-fd.h"
+#include "endpoint-ssh.h"
 #include "error.h"
 
 static void
@@ -165,8 +166,7 @@ connect_address (const struct address *a, const struct connect_options *opts,
   case ADDRESS_FD:
     return adopt_fd (a, error);
   case ADDRESS_SSH:
-    set_connect_error (error, a, "ssh is not supported yet");
-    return NULL;
+    return ssh_connect_address (a, opts, error);
   }
   g_assert_not_reached ();
 }

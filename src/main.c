@@ -15,6 +15,10 @@ static const char description[] =
   "  unix:@NAME, @NAME                      abstract UNIX socket\n"
   "  tcp:HOST:PORT, HOST:PORT, [V6]:PORT    TCP (TCP_NODELAY always on)\n"
   "  fd:N                                   inherited connected socket\n"
+  "  ssh://[USER@]HOST[:PORT]/ABS/PATH      UNIX socket on HOST, over ssh\n"
+  "  ssh://[USER@]HOST[:PORT]?tcp=RHOST:RPORT   TCP port seen from HOST, over ssh\n"
+  "    parameters (&-separated): proxy=auto|direct|exec, keyfile=FILE,\n"
+  "    known_hosts=FILE, known_hosts_verify=normal|auto|ignore\n"
   "\n"
   "End of stream (nothing that was read is ever dropped silently):\n"
   "  stdin EOF:  deliver what was read, then shutdown(SHUT_WR) the socket\n"
@@ -27,12 +31,14 @@ static const char description[] =
   "Exit codes:\n"
   "  0 success, 2 usage error, 3 cannot connect or listen,\n"
   "  4 I/O failure during the relay, 5 idle timeout,\n"
-  "  130 SIGINT, 143 SIGTERM.\n";
+  "  7 ssh host key unknown or changed, 8 ssh authentication failed,\n"
+  "  130 SIGINT, 143 SIGTERM.  In ssh exec mode a remote helper's non-zero\n"
+  "  exit status becomes ferry's.\n";
 
 static gboolean
 parse_size (const char *name, const char *value, gpointer data, GError **error)
 {
-  size_t *out = data;
+  size_t *out = &((struct ferry_options *) data)->relay.buffer_size;
   char *end;
   guint64 n = g_ascii_strtoull (value, &end, 10);
   guint64 scale = 1;
@@ -53,6 +59,30 @@ parse_size (const char *name, const char *value, gpointer data, GError **error)
   return TRUE;
 }
 
+/* --keepalive alone: SO_KEEPALIVE on TCP; --keepalive=SECS also sends ssh
+ * keepalives every SECS seconds on ssh:// sessions. */
+static gboolean
+parse_keepalive (const char *name, const char *value, gpointer data, GError **error)
+{
+  struct connect_options *connect = &((struct ferry_options *) data)->connect;
+  char *end;
+  guint64 n;
+
+  (void) name;
+  connect->keepalive = true;
+  if (value == NULL)
+    return TRUE;
+  n = g_ascii_strtoull (value, &end, 10);
+  if (end == value || *end != '\0' || n == 0 || n > 86400) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
+                 "invalid --keepalive '%s': expected seconds between keepalives, 1-86400",
+                 value);
+    return FALSE;
+  }
+  connect->keepalive_interval = (unsigned) n;
+  return TRUE;
+}
+
 static bool
 parse_seconds (const char *option, int value, unsigned *out, GError **error)
 {
@@ -69,7 +99,7 @@ int
 main (int argc, char **argv)
 {
   struct ferry_options options;
-  gboolean listen = FALSE, keep = FALSE, no_shutdown = FALSE, keepalive = FALSE;
+  gboolean listen = FALSE, keep = FALSE, no_shutdown = FALSE, ask_password = FALSE;
   gboolean verbose = FALSE, version = FALSE;
   int idle_timeout = 0, connect_timeout = 0;
   g_autoptr (GError) error = NULL;
@@ -92,8 +122,14 @@ main (int argc, char **argv)
       "End the relay after SECS without traffic (exit 5)", "SECS" },
     { "connect-timeout", 0, 0, G_OPTION_ARG_INT, &connect_timeout,
       "Give up connecting after SECS", "SECS" },
-    { "keepalive", 0, 0, G_OPTION_ARG_NONE, &keepalive,
-      "Set SO_KEEPALIVE on TCP connections", NULL },
+    { "keepalive", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, parse_keepalive,
+      "Set SO_KEEPALIVE on TCP connections; with =SECS, also an ssh keepalive "
+      "every SECS (3 unanswered end the session)", "SECS" },
+    { "remote-helper", 0, 0, G_OPTION_ARG_STRING, &options.connect.remote_helper,
+      "ssh:// exec mode: the program run on the server (default ferry)", "PROGRAM" },
+    { "ask-password", 0, 0, G_OPTION_ARG_NONE, &ask_password,
+      "ssh://: also try password and keyboard-interactive authentication, "
+      "prompting on the terminal", NULL },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose,
       "Print statistics for each direction at exit", NULL },
     { "version", 'V', 0, G_OPTION_ARG_NONE, &version,
@@ -103,9 +139,9 @@ main (int argc, char **argv)
 
   context = g_option_context_new ("ADDRESS - relay stdin/stdout to a socket, losing nothing");
   g_option_context_set_description (context, description);
-  /* parse_size receives the group's data: where the size goes. */
+  /* Option callbacks receive the group's data: the options. */
   GOptionGroup *group = g_option_group_new ("ferry", "ferry options", "ferry options",
-                                            &options.relay.buffer_size, NULL);
+                                            &options, NULL);
   g_option_group_add_entries (group, entries);
   g_option_context_set_main_group (context, group);
 
@@ -140,6 +176,6 @@ main (int argc, char **argv)
   options.keep_listening = keep;
   options.relay.half_close = !no_shutdown;
   options.relay.verbose = verbose;
-  options.connect.keepalive = keepalive;
+  options.connect.ask_password = ask_password;
   return ferry_run (&options);
 }
