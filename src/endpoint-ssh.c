@@ -100,7 +100,9 @@ ssh_ep_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt)
       if (n == 0) {
         if (++empty_rounds < 64 && socket_has_more (se))
           continue;
-        se->client.maybe_buffered = false;
+        /* Drained.  An EOF behind the data shows on the next read, which
+         * no fd readiness will prompt. */
+        se->client.maybe_buffered = total > 0 && ssh_channel_is_eof (se->channel);
         goto out;
       }
       off += (size_t) n;

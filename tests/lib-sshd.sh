@@ -70,3 +70,24 @@ ferry_ssh () {
 ssh_base () {
     echo "ssh://$(id -un)@127.0.0.1:$SSHD_PORT"
 }
+
+# SIZE bytes each way at once between ferry and a socat server listening on
+# SOCAT-ADDRESS (it sends its file while reading ferry's, and closes once both
+# are done); check sha256 both ways and ferry's exit code 0.
+ssh_bulk_both_ways () {  # SIZE SOCAT-ADDRESS FERRY-ARG...
+    local size=$1 listen=$2; shift 2
+    make_data up "$size"
+    make_data down "$size"
+    bg socat -t 60 "$listen" SYSTEM:"cat '$T/down' & cat > '$T/server-got'; wait"
+    local server=$LAST_PID
+    case $listen in
+        UNIX-LISTEN:*) wait_for_socket "${listen#UNIX-LISTEN:}" ;;
+        TCP-LISTEN:*) local p=${listen#TCP-LISTEN:}; wait_for_port "${p%%,*}" ;;
+    esac
+    cat "$T/up" | within 120 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" "$@" | cat > "$T/client-got"
+    local rc=${PIPESTATUS[1]}
+    assert_eq 0 "$rc" "ferry exit code"
+    wait "$server" || fail "socat server exited $?"
+    assert_same_file "$T/up" "$T/server-got" "upload"
+    assert_same_file "$T/down" "$T/client-got" "download"
+}
