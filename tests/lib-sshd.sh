@@ -7,8 +7,8 @@
 #       $T/home             a HOME for ferry/ssh: .ssh/known_hosts pins every
 #                           started sshd, .ssh/config is empty
 #       $T/client-key       the key in every sshd's AuthorizedKeysFile
-#   ferry finds ~/.ssh through $HOME (glib), so run it as
-#       HOME=$T/home SSH_AUTH_SOCK= "$FERRY" ...
+#   ferry finds ~/.ssh through $HOME (glib): ferry_ssh runs it with that
+#   HOME and no agent.
 #
 # sshd as root needs its privilege separation directory /run/sshd (a
 # compiled-in path).  It is created when missing and left in place: it is
@@ -61,9 +61,9 @@ start_sshd () {  # NAME [CONFIG-LINE...]
         >> "$SSH_HOME/.ssh/known_hosts"
 }
 
-# ferry with the fixture's HOME, no agent, and the client key.
+# ferry with the fixture's HOME and no agent, with a 60 s hang guard.
 ferry_ssh () {
-    HOME=$SSH_HOME SSH_AUTH_SOCK= "$FERRY" "$@"
+    within 60 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" "$@"
 }
 
 # ssh://root@127.0.0.1:PORT (the current user) for the last started sshd.
