@@ -9,6 +9,7 @@
 #include <sys/un.h>
 
 #include "error.h"
+#include "virt-uri.h"
 
 static bool
 fail (GError **error, const char *text, const char *reason)
@@ -209,8 +210,31 @@ parse_ssh (struct address *a, const char *rest, GError **error)
   return true;
 }
 
+/* A libvirt URI becomes the UNIX address of the socket it resolves to;
+ * libvirt's own messages need no "invalid address" prefix. */
+static bool
+parse_libvirt (struct address *a, unsigned flags, GError **error)
+{
+  g_autofree char *path = virt_uri_socket (a->text, flags & ADDRESS_LIBVIRT_READONLY,
+                                             error);
+
+  if (path == NULL)
+    return false;
+  if (!parse_unix (a, path, error))
+    return false;
+  if (a->abstract)
+    a->name = g_steal_pointer (&path);
+  return true;
+}
+
 struct address *
 address_parse (const char *text, GError **error)
+{
+  return address_parse_flags (text, 0, error);
+}
+
+struct address *
+address_parse_flags (const char *text, unsigned flags, GError **error)
 {
   g_autoptr (FerryAddress) a = g_new0 (struct address, 1);
   bool ok;
@@ -227,13 +251,19 @@ address_parse (const char *text, GError **error)
     ok = parse_fd (a, text + 3, error);
   else if (g_str_has_prefix (text, "ssh://"))
     ok = parse_ssh (a, text + 6, error);
+  else if (virt_uri_matches (text))
+    ok = parse_libvirt (a, flags, error);
   else if (text[0] == '@' || strchr (text, '/'))
     ok = parse_unix (a, text, error);
   else if (strchr (text, ':'))
     ok = parse_tcp (a, text, error);
   else
-    ok = fail (error, text, "expected unix:PATH, HOST:PORT, fd:N or ssh://HOST/PATH");
-  return ok ? g_steal_pointer (&a) : NULL;
+    ok = fail (error, text, "expected unix:PATH, HOST:PORT, fd:N, ssh://HOST/PATH or a libvirt URI");
+  if (!ok)
+    return NULL;
+  if (a->name == NULL)
+    a->name = g_strdup (a->kind == ADDRESS_UNIX && !a->abstract ? a->path : a->text);
+  return g_steal_pointer (&a);
 }
 
 void
@@ -242,6 +272,7 @@ address_free (struct address *a)
   if (a == NULL)
     return;
   g_free (a->text);
+  g_free (a->name);
   g_free (a->path);
   g_free (a->host);
   g_free (a->port);
@@ -283,5 +314,5 @@ address_ssh_target (const struct address *a)
 const char *
 address_display_name (const struct address *a)
 {
-  return a->kind == ADDRESS_UNIX && !a->abstract ? a->path : a->text;
+  return a->name;
 }

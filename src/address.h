@@ -9,6 +9,8 @@
  *     PARAMS, '&'-separated: proxy=auto|direct|exec, keyfile=FILE,
  *     known_hosts=FILE, known_hosts_verify=normal|auto|ignore
  *     (libvirt's names); %XX escapes are decoded in the path and values.
+ *   DRIVER:///system, DRIVER:///session[?...]    a libvirt daemon's UNIX socket
+ *                                                (resolved by virt-uri.c)
  */
 #ifndef FERRY_ADDRESS_H
 #define FERRY_ADDRESS_H
@@ -55,7 +57,10 @@ struct address_ssh {
 
 struct address {
   enum address_kind kind;
-  char *text;                 /* as the user wrote it, for messages */
+  char *text;                 /* as the user wrote it */
+  char *name;                 /* for messages: the path of a filesystem
+                                 socket, "@NAME" for a libvirt URI's abstract
+                                 one, else @text */
   char *path;                 /* UNIX: the path, or the abstract name without '@' */
   bool abstract;              /* UNIX: in the abstract namespace */
   char *host;                 /* TCP: name or literal, brackets removed */
@@ -64,8 +69,15 @@ struct address {
   struct address_ssh ssh;     /* SSH */
 };
 
+enum address_flags {
+  /* A libvirt URI names the daemon's read-only socket (libvirt's -r). */
+  ADDRESS_LIBVIRT_READONLY = 1 << 0,
+};
+
 /* Returns NULL with a FERRY_EXIT_USAGE error naming @text and the reason. */
 struct address *address_parse (const char *text, GError **error);
+/* The same, with address_flags. */
+struct address *address_parse_flags (const char *text, unsigned flags, GError **error);
 void address_free (struct address *address);
 
 /* Fill @sun for a UNIX address; returns the length to pass to bind/connect. */
@@ -76,7 +88,7 @@ unsigned address_unix_sockaddr (const struct address *address, struct sockaddr_u
  * ("unix:PATH" or "tcp:HOST:PORT"), e.g. for a remote helper.  Free it. */
 char *address_ssh_target (const struct address *address);
 
-/* The name messages use: the path for UNIX sockets, else the text. */
+/* The name messages use (@name). */
 const char *address_display_name (const struct address *address);
 
 typedef struct address FerryAddress;

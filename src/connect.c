@@ -21,6 +21,21 @@
 #include "endpoint-ssh.h"
 #include "error.h"
 
+void
+socket_set_buffers (int fd, const struct connect_options *opts)
+{
+  int size;
+
+  if (opts->sndbuf > 0) {
+    size = (int) opts->sndbuf;
+    setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+  }
+  if (opts->rcvbuf > 0) {
+    size = (int) opts->rcvbuf;
+    setsockopt (fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  }
+}
+
 static void
 set_connect_error (GError **error, const struct address *a, const char *reason)
 {
@@ -40,6 +55,7 @@ connect_unix (const struct address *a, const struct connect_options *opts,
     set_connect_error (error, a, g_strerror (errno));
     return NULL;
   }
+  socket_set_buffers (fd, opts);
   /* Blocking connect: a non-blocking one fails at once with EAGAIN when
    * the listener's backlog is full.  SO_SNDTIMEO bounds the wait. */
   if (opts->timeout > 0) {
@@ -64,7 +80,8 @@ connect_unix (const struct address *a, const struct connect_options *opts,
 /* Connect one resolved address, waiting at most @timeout_ms (-1: forever).
  * Returns the fd, or -1 with errno set. */
 static int
-connect_tcp_one (const struct addrinfo *ai, int timeout_ms)
+connect_tcp_one (const struct addrinfo *ai, const struct connect_options *opts,
+                 int timeout_ms)
 {
   int fd = socket (ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
                    ai->ai_protocol);
@@ -73,6 +90,8 @@ connect_tcp_one (const struct addrinfo *ai, int timeout_ms)
 
   if (fd < 0)
     return -1;
+  /* Before connect, so TCP's window scale can reflect SO_RCVBUF. */
+  socket_set_buffers (fd, opts);
   if (connect (fd, ai->ai_addr, ai->ai_addrlen) == 0)
     return fd;
   if (errno != EINPROGRESS) {
@@ -120,7 +139,7 @@ connect_tcp (const struct address *a, const struct connect_options *opts,
   }
   /* Every resolved address in order, as nc does; the last error stands. */
   for (struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
-    fd = connect_tcp_one (ai, timeout_ms);
+    fd = connect_tcp_one (ai, opts, timeout_ms);
     if (fd < 0)
       err = errno;
   }
@@ -137,7 +156,8 @@ connect_tcp (const struct address *a, const struct connect_options *opts,
 }
 
 static struct endpoint *
-adopt_fd (const struct address *a, GError **error)
+adopt_fd (const struct address *a, const struct connect_options *opts,
+          GError **error)
 {
   int type;
   socklen_t len = sizeof type;
@@ -151,6 +171,7 @@ adopt_fd (const struct address *a, GError **error)
     return NULL;
   }
   fcntl (a->fd, F_SETFD, FD_CLOEXEC);
+  socket_set_buffers (a->fd, opts);
   return endpoint_socket_new (a->fd, a->text);
 }
 
@@ -164,7 +185,7 @@ connect_address (const struct address *a, const struct connect_options *opts,
   case ADDRESS_TCP:
     return connect_tcp (a, opts, error);
   case ADDRESS_FD:
-    return adopt_fd (a, error);
+    return adopt_fd (a, opts, error);
   case ADDRESS_SSH:
     return ssh_connect_address (a, opts, error);
   }

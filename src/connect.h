@@ -18,7 +18,13 @@ struct connect_options {
   const char *remote_helper;  /* ssh exec mode: the program run on the server */
   bool ask_password;          /* ssh: also password and keyboard-interactive
                                  authentication, prompting on the terminal */
+  size_t sndbuf, rcvbuf;      /* SO_SNDBUF / SO_RCVBUF bytes; 0 keeps the kernel's */
 };
+
+/* Apply @options' socket buffer sizes to the socket @fd (connected, being
+ * connected, or accepted).  A refusal is not an error: the kernel's size
+ * stands. */
+void socket_set_buffers (int fd, const struct connect_options *options);
 
 /* Returns a connected endpoint, or NULL with a FERRY_EXIT_CONNECT error
  * ("cannot connect to 'NAME': REASON"). */

@@ -37,6 +37,10 @@ struct endpoint_ops {
    * code the far side asks for (a remote command's non-zero status,
    * already reported on stderr), or 0. */
   int (*exit_code) (struct endpoint *ep);
+  /* Optional: a non-blocking fd that splice(2) may read from (!@write) or
+   * write to (@write) in place of readv/writev, or -1.  Endpoints that
+   * must see the bytes (framing, encryption) leave this NULL. */
+  int (*splice_fd) (struct endpoint *ep, bool write);
 };
 
 struct endpoint {
@@ -60,6 +64,12 @@ endpoint_free (struct endpoint *ep)
 {
   if (ep)
     ep->ops->free (ep);
+}
+
+static inline int
+endpoint_splice_fd (struct endpoint *ep, bool write)
+{
+  return ep->ops->splice_fd ? ep->ops->splice_fd (ep, write) : -1;
 }
 
 /* Shared by every endpoint kind's free(). */

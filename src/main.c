@@ -4,7 +4,9 @@
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "compat.h"
 #include "error.h"
 #include "message.h"
 #include "options.h"
@@ -19,6 +21,13 @@ static const char description[] =
   "  ssh://[USER@]HOST[:PORT]?tcp=RHOST:RPORT   TCP port seen from HOST, over ssh\n"
   "    parameters (&-separated): proxy=auto|direct|exec, keyfile=FILE,\n"
   "    known_hosts=FILE, known_hosts_verify=normal|auto|ignore\n"
+  "  DRIVER:///system, DRIVER:///session    libvirt daemon socket, as libvirt\n"
+  "     [?socket=PATH][&mode=auto|legacy|direct]   resolves it (see -r)\n"
+  "\n"
+  "Other programs' command lines (also when run through a link of that name):\n"
+  "  ferry --compat=nc ARGS...                netcat-openbsd's tunnel options\n"
+  "  ferry --compat=virt-ssh-helper [-r] URI  libvirt's virt-ssh-helper\n"
+  "  (--compat must come first.)  These exit with 0 or 1 only.\n"
   "\n"
   "End of stream (nothing that was read is ever dropped silently):\n"
   "  stdin EOF:  deliver what was read, then shutdown(SHUT_WR) the socket\n"
@@ -28,22 +37,38 @@ static const char description[] =
   "  ferry exits once both directions are finished.  Bytes that cannot be\n"
   "  delivered are counted in a message, and the exit code says so.\n"
   "\n"
+  "Listen and forward (ferry -l LISTEN TARGET):\n"
+  "  each accepted connection is relayed to its own new connection to TARGET,\n"
+  "  with its own buffers and the rules above.  One connection's failure ends\n"
+  "  that connection alone.  Without -k ferry exits after the first connection\n"
+  "  with its exit code; with -k it keeps accepting.  SIGTERM/SIGINT stops\n"
+  "  accepting and drains the live connections (exit 0 if all delivered\n"
+  "  everything, else 143/130); a second signal exits at once.\n"
+  "\n"
+  "Socket activation (systemd, or nbdcopy/nbdinfo '[ CMD ]'):\n"
+  "  when LISTEN_PID is ferry's pid, 'ferry [OPTIONS] TARGET' accepts on the\n"
+  "  passed fds (3, 4, ...) and forwards as above.\n"
+  "\n"
   "Exit codes:\n"
-  "  0 success, 2 usage error, 3 cannot connect or listen,\n"
+  "  0 success, 1 any failure (nc and virt-ssh-helper only),\n"
+  "  2 usage error, 3 cannot connect or listen,\n"
   "  4 I/O failure during the relay, 5 idle timeout,\n"
   "  7 ssh host key unknown or changed, 8 ssh authentication failed,\n"
   "  130 SIGINT, 143 SIGTERM.  In ssh exec mode a remote helper's non-zero\n"
   "  exit status becomes ferry's.\n";
 
+/* --buffer-size, --sndbuf, --rcvbuf: @data is the group's, the options. */
 static gboolean
 parse_size (const char *name, const char *value, gpointer data, GError **error)
 {
-  size_t *out = &((struct ferry_options *) data)->relay.buffer_size;
+  struct ferry_options *options = data;
+  size_t *out = g_str_equal (name, "--sndbuf") ? &options->connect.sndbuf
+              : g_str_equal (name, "--rcvbuf") ? &options->connect.rcvbuf
+              : &options->relay.buffer_size;
   char *end;
   guint64 n = g_ascii_strtoull (value, &end, 10);
   guint64 scale = 1;
 
-  (void) name;
   switch (g_ascii_toupper (*end)) {
   case 'K': scale = 1024; end++; break;
   case 'M': scale = 1024 * 1024; end++; break;
@@ -51,8 +76,8 @@ parse_size (const char *name, const char *value, gpointer data, GError **error)
   }
   if (end == value || *end != '\0' || n == 0 || n > (1ull << 30) / scale) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
-                 "invalid buffer size '%s': expected 1 to 1G bytes, e.g. 65536, 64K or 1M",
-                 value);
+                 "invalid %s '%s': expected 1 to 1G bytes, e.g. 65536, 64K or 1M",
+                 name, value);
     return FALSE;
   }
   *out = n * scale;
@@ -83,12 +108,30 @@ parse_keepalive (const char *name, const char *value, gpointer data, GError **er
   return TRUE;
 }
 
+static const struct personality {
+  const char *name;
+  int (*main) (int argc, char **argv);
+} personalities[] = {
+  { "nc", compat_nc_main },
+  { "virt-ssh-helper", compat_virt_ssh_helper_main },
+};
+
+static const struct personality *
+find_personality (const char *name)
+{
+  for (size_t i = 0; i < G_N_ELEMENTS (personalities); i++)
+    if (strcmp (personalities[i].name, name) == 0)
+      return &personalities[i];
+  return NULL;
+}
+
 static bool
-parse_seconds (const char *option, int value, unsigned *out, GError **error)
+parse_count (const char *option, int value, const char *unit, unsigned *out,
+             GError **error)
 {
   if (value < 0) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
-                 "invalid %s '%d': expected a number of seconds >= 0", option, value);
+                 "invalid %s '%d': expected a number of %s >= 0", option, value, unit);
     return false;
   }
   *out = (unsigned) value;
@@ -100,13 +143,30 @@ main (int argc, char **argv)
 {
   struct ferry_options options;
   gboolean listen = FALSE, keep = FALSE, no_shutdown = FALSE, ask_password = FALSE;
-  gboolean verbose = FALSE, version = FALSE;
+  gboolean verbose = FALSE, version = FALSE, no_splice = FALSE, readonly = FALSE;
   int idle_timeout = 0, connect_timeout = 0;
+  int max_connections = 0, exit_idle_time = 0, drain_timeout = -1;
+  bool activated;
+  int rc;
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) context = NULL;
 
   setlocale (LC_ALL, "");
+  g_autofree char *base = g_path_get_basename (argv[0]);
+  const struct personality *personality = find_personality (base);
+  if (personality)
+    return personality->main (argc, argv);
   g_set_prgname ("ferry");
+  if (argc >= 2 && g_str_has_prefix (argv[1], "--compat=")) {
+    personality = find_personality (argv[1] + strlen ("--compat="));
+    if (personality == NULL) {
+      ferry_error ("unknown %s: expected --compat=nc or --compat=virt-ssh-helper", argv[1]);
+      return FERRY_EXIT_USAGE;
+    }
+    /* The personality sees its own name as argv[0]. */
+    argv[1] = (char *) personality->name;
+    return personality->main (argc - 1, argv + 1);
+  }
   ferry_options_init (&options);
 
   GOptionEntry entries[] = {
@@ -116,12 +176,25 @@ main (int argc, char **argv)
       "With -l, accept another connection after each one", NULL },
     { "buffer-size", 'b', 0, G_OPTION_ARG_CALLBACK, parse_size,
       "Fixed buffer per direction (default 1M)", "BYTES" },
+    { "no-splice", 0, 0, G_OPTION_ARG_NONE, &no_splice,
+      "Copy through memory instead of splice(2) (also FERRY_NO_SPLICE=1)", NULL },
+    { "sndbuf", 0, 0, G_OPTION_ARG_CALLBACK, parse_size,
+      "SO_SNDBUF for the socket(s) (default: the kernel's)", "BYTES" },
+    { "rcvbuf", 0, 0, G_OPTION_ARG_CALLBACK, parse_size,
+      "SO_RCVBUF for the socket(s) (default: the kernel's)", "BYTES" },
     { "no-shutdown", 0, 0, G_OPTION_ARG_NONE, &no_shutdown,
       "Do not half-close the socket after stdin EOF", NULL },
     { "idle-timeout", 0, 0, G_OPTION_ARG_INT, &idle_timeout,
       "End the relay after SECS without traffic (exit 5)", "SECS" },
     { "connect-timeout", 0, 0, G_OPTION_ARG_INT, &connect_timeout,
       "Give up connecting after SECS", "SECS" },
+    { "max-connections", 0, 0, G_OPTION_ARG_INT, &max_connections,
+      "With a TARGET, relay at most N connections at once; more wait", "N" },
+    { "exit-idle-time", 0, 0, G_OPTION_ARG_INT, &exit_idle_time,
+      "With a TARGET, exit after SECS without connections", "SECS" },
+    { "drain-timeout", 0, 0, G_OPTION_ARG_INT, &drain_timeout,
+      "With a TARGET, on SIGTERM give live connections SECS to deliver (default 10)",
+      "SECS" },
     { "keepalive", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, parse_keepalive,
       "Set SO_KEEPALIVE on TCP connections; with =SECS, also an ssh keepalive "
       "every SECS (3 unanswered end the session)", "SECS" },
@@ -130,6 +203,8 @@ main (int argc, char **argv)
     { "ask-password", 0, 0, G_OPTION_ARG_NONE, &ask_password,
       "ssh://: also try password and keyboard-interactive authentication, "
       "prompting on the terminal", NULL },
+    { "readonly", 'r', 0, G_OPTION_ARG_NONE, &readonly,
+      "With a libvirt URI ADDRESS: the daemon's read-only socket", NULL },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose,
       "Print statistics for each direction at exit", NULL },
     { "version", 'V', 0, G_OPTION_ARG_NONE, &version,
@@ -137,9 +212,10 @@ main (int argc, char **argv)
     { NULL },
   };
 
-  context = g_option_context_new ("ADDRESS - relay stdin/stdout to a socket, losing nothing");
+  context = g_option_context_new ("ADDRESS | -l LISTEN [TARGET] - relay stdin/stdout "
+                                  "(or accepted connections) to a socket, losing nothing");
   g_option_context_set_description (context, description);
-  /* Option callbacks receive the group's data: the options. */
+  /* Option callbacks receive the group's data: the options they set. */
   GOptionGroup *group = g_option_group_new ("ferry", "ferry options", "ferry options",
                                             &options, NULL);
   g_option_group_add_entries (group, entries);
@@ -153,29 +229,65 @@ main (int argc, char **argv)
     printf ("ferry %s\n", PACKAGE_VERSION);
     return FERRY_EXIT_OK;
   }
+  if (!socket_activation_take (&options.activation, &error)) {
+    ferry_error ("%s", error->message);
+    return FERRY_EXIT_USAGE;
+  }
+  activated = options.activation.n_fds > 0;
   if (argc < 2) {
     ferry_error ("missing ADDRESS (see --help)");
     return FERRY_EXIT_USAGE;
   }
-  if (argc > 2) {
-    ferry_error ("unexpected argument '%s': expected one ADDRESS (see --help)", argv[2]);
+  if (activated && (listen || argc > 2)) {
+    ferry_error ("socket-activated (LISTEN_FDS=%d): expected 'ferry [OPTIONS] TARGET', "
+                 "without -l", options.activation.n_fds);
     return FERRY_EXIT_USAGE;
   }
-  if (!parse_seconds ("--idle-timeout", idle_timeout, &options.relay.idle_timeout, &error) ||
-      !parse_seconds ("--connect-timeout", connect_timeout, &options.connect.timeout, &error)) {
+  if (argc > 3 || (argc > 2 && !listen)) {
+    ferry_error ("unexpected argument '%s': expected ADDRESS, or -l LISTEN [TARGET] "
+                 "(see --help)", argv[listen ? 3 : 2]);
+    return FERRY_EXIT_USAGE;
+  }
+  if (!parse_count ("--idle-timeout", idle_timeout, "seconds",
+                    &options.relay.idle_timeout, &error) ||
+      !parse_count ("--connect-timeout", connect_timeout, "seconds",
+                    &options.connect.timeout, &error) ||
+      !parse_count ("--max-connections", max_connections, "connections",
+                    &options.max_connections, &error) ||
+      !parse_count ("--exit-idle-time", exit_idle_time, "seconds",
+                    &options.exit_idle_time, &error) ||
+      (drain_timeout != -1 &&
+       !parse_count ("--drain-timeout", drain_timeout, "seconds",
+                     &options.drain_timeout, &error))) {
     ferry_error ("%s", error->message);
     return FERRY_EXIT_USAGE;
   }
-  if (keep && !listen) {
+  if (keep && !listen && !activated) {
     ferry_error ("-k/--keep-open needs -l/--listen");
     return FERRY_EXIT_USAGE;
   }
 
-  options.address = argv[1];
-  options.listen = listen;
+  if (activated) {
+    options.listen = true;
+    options.target = argv[1];
+  } else {
+    options.address = argv[1];
+    options.listen = listen;
+    options.target = argc > 2 ? argv[2] : NULL;
+  }
+  if (options.target == NULL && (max_connections || exit_idle_time || drain_timeout != -1)) {
+    ferry_error ("--max-connections, --exit-idle-time and --drain-timeout need "
+                 "-l LISTEN TARGET (or socket activation)");
+    return FERRY_EXIT_USAGE;
+  }
   options.keep_listening = keep;
   options.relay.half_close = !no_shutdown;
+  if (no_splice)
+    options.relay.splice = false;
   options.relay.verbose = verbose;
+  options.readonly = readonly;
   options.connect.ask_password = ask_password;
-  return ferry_run (&options);
+  rc = ferry_run (&options);
+  socket_activation_clear (&options.activation);
+  return rc;
 }

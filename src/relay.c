@@ -14,18 +14,25 @@
 #include "exit-codes.h"
 #include "gsource-release.h"
 #include "message.h"
+#include "pipe-buffer.h"
 #include "ring.h"
+
+/* What a failed direction reads its source into before dropping it. */
+#define DROP_BUFFER_SIZE (64 * 1024)
 
 struct pump {
   struct relay *relay;
   struct endpoint *src, *dst;
-  struct ring ring;
+  struct buffer *buf;         /* ring or pipe: filled from src, drained to dst */
   bool src_done;              /* EOF or read error seen, or reading stopped */
   bool dst_done;              /* everything delivered and dst's write side closed */
-  bool failed;                /* bytes were lost; reported already */
+  bool failed;                /* dst failed: bytes were lost; reported already.
+                                 src is still read (and dropped) while the
+                                 other direction needs its peer to progress */
   bool shutdown_at_end;       /* half-close dst once everything is delivered */
   bool reading;               /* src's read interest, as last set */
   guint64 bytes;              /* delivered to dst */
+  guint64 dropped;            /* read from src after dst failed */
   guint64 paused_full;        /* times the reader stopped on a full buffer */
   guint64 waited_writable;    /* times dst would have blocked */
 };
@@ -38,6 +45,7 @@ struct relay {
   gint64 started;             /* monotonic microseconds */
   gint64 last_activity;
   GSource *idle_timer;        /* only with config.idle_timeout */
+  GSource *eof_timer;         /* bound_eof_wait, after local EOF */
   GSource *done_source;       /* reports completion from the main loop */
   int exit_code;
   bool finished;
@@ -61,35 +69,37 @@ static void
 pump_fail (struct pump *p, const char *action, const char *what, int err)
 {
   struct relay *relay = p->relay;
-  size_t lost = p->ring.len;
+  size_t lost = p->buf->len;
 
   ferry_error ("%s%scannot %s %s: %s (%" G_GUINT64_FORMAT " bytes delivered, "
                "%zu buffered bytes not delivered)",
                label_prefix (relay), label_sep (relay), action, what,
                g_strerror (err), p->bytes, lost);
   p->failed = true;
-  p->src_done = true;
-  p->ring.len = 0;
+  /* src may still be read, and its bytes dropped (see relay_settle):
+   * through a small ring, since a pipe buffer would keep them. */
+  buffer_free (p->buf);
+  p->buf = ring_new (DROP_BUFFER_SIZE);
   if (relay->exit_code == FERRY_EXIT_OK)
     relay->exit_code = FERRY_EXIT_IO;
 }
 
-/* Read once into the free space: one readv per readiness report. */
+/* Read once into the free space: one read per readiness report. */
 static void
 pump_fill (struct pump *p)
 {
-  struct iovec iov[2];
-  int n_iov;
   ssize_t n;
 
-  if (p->src_done || (n_iov = ring_free_iov (&p->ring, iov)) == 0)
+  if (p->src_done || buffer_is_full (p->buf))
     return;
   do
-    n = p->src->ops->readv (p->src, iov, n_iov);
+    n = p->buf->ops->fill (p->buf, p->src);
   while (n < 0 && errno == EINTR);
 
-  if (n > 0) {
-    ring_produce (&p->ring, n);
+  if (n > 0 && p->failed) {
+    buffer_discard (p->buf);
+    p->dropped += n;
+  } else if (n > 0) {
     p->relay->last_activity = g_get_monotonic_time ();
   } else if (n == 0) {
     p->src_done = true;
@@ -104,15 +114,15 @@ pump_fill (struct pump *p)
   }
 }
 
-/* Write until the buffer is empty or dst would block. */
+/* Write until the buffer is empty or dst is full.  Each drain offers every
+ * buffered byte, so a short one means dst is full: wait for POLLOUT rather
+ * than spend a call on the EAGAIN. */
 static void
 pump_flush (struct pump *p)
 {
-  struct iovec iov[2];
-  int n_iov;
-
-  while ((n_iov = ring_data_iov (&p->ring, iov)) > 0) {
-    ssize_t n = p->dst->ops->writev (p->dst, iov, n_iov);
+  while (!buffer_is_empty (p->buf)) {
+    size_t offered = p->buf->len;
+    ssize_t n = p->buf->ops->drain (p->buf, p->dst);
 
     if (n < 0 && errno == EINTR)
       continue;
@@ -124,9 +134,12 @@ pump_flush (struct pump *p)
       pump_fail (p, "write to", endpoint_write_name (p->dst), errno);
       return;
     }
-    ring_consume (&p->ring, n);
     p->bytes += n;
     p->relay->last_activity = g_get_monotonic_time ();
+    if ((size_t) n < offered) {
+      p->waited_writable++;
+      return;
+    }
   }
 
   if (p->src_done && !p->dst_done && !p->failed) {
@@ -140,14 +153,14 @@ pump_flush (struct pump *p)
 static bool
 pump_finished (const struct pump *p)
 {
-  return p->dst_done || p->failed;
+  return p->dst_done || (p->failed && p->src_done);
 }
 
 /* Move what the readiness report allows, in one direction. */
 static void
 pump_move (struct pump *p, bool readable, bool writable)
 {
-  bool was_full = ring_is_full (&p->ring);
+  bool was_full = buffer_is_full (p->buf);
 
   if (readable)
     pump_fill (p);
@@ -157,7 +170,7 @@ pump_move (struct pump *p, bool readable, bool writable)
     pump_flush (p);
   /* The reader was stopped by a full buffer and there is room again: its
    * data is almost surely waiting. */
-  if (was_full && writable && !ring_is_full (&p->ring))
+  if (was_full && writable && !buffer_is_full (p->buf))
     pump_fill (p), pump_flush (p);
 }
 
@@ -168,16 +181,16 @@ relay_update_interest (struct relay *relay)
 
   for (size_t i = 0; i < G_N_ELEMENTS (pumps); i++) {
     struct pump *p = pumps[i];
-    bool reading = !p->src_done && !ring_is_full (&p->ring);
+    bool reading = !p->src_done && !buffer_is_full (p->buf);
 
     if (p->reading && !reading && !p->src_done)
       p->paused_full++;
     p->reading = reading;
   }
   relay->local->ops->set_interest (relay->local, relay->up.reading,
-                                   !ring_is_empty (&relay->down.ring));
+                                   !buffer_is_empty (relay->down.buf));
   relay->remote->ops->set_interest (relay->remote, relay->down.reading,
-                                    !ring_is_empty (&relay->up.ring));
+                                    !buffer_is_empty (relay->up.buf));
 }
 
 static void
@@ -213,26 +226,73 @@ relay_finish (struct relay *relay)
   relay->local->ops->set_interest (relay->local, false, false);
   relay->remote->ops->set_interest (relay->remote, false, false);
   g_clear_pointer (&relay->idle_timer, gsource_release);
+  g_clear_pointer (&relay->eof_timer, gsource_release);
   if (relay->config.verbose) {
     double seconds = (g_get_monotonic_time () - relay->started) / 1e6;
     print_pump_stats (relay, &relay->up, seconds);
     print_pump_stats (relay, &relay->down, seconds);
+  }
+  for (struct pump *p = &relay->up; p; p = p == &relay->up ? &relay->down : NULL) {
+    if (p->dropped > 0)
+      ferry_error ("%s%s%" G_GUINT64_FORMAT " more bytes from %s dropped after "
+                   "%s failed", label_prefix (relay), label_sep (relay), p->dropped,
+                   p->src->name, endpoint_write_name (p->dst));
   }
   relay->done_source = g_idle_source_new ();
   g_source_set_callback (relay->done_source, report_done, relay, NULL);
   g_source_attach (relay->done_source, NULL);
 }
 
+static void relay_settle (struct relay *relay);
+
+/* nc -q: the wait after local EOF is over.  Stop reading remote, as if it
+ * had ended; what was read from it is still delivered. */
+static void
+relay_stop_reading_remote (struct relay *relay)
+{
+  relay->down.src_done = true;
+  pump_flush (&relay->down);
+}
+
+static gboolean
+on_eof_wait_over (gpointer data)
+{
+  struct relay *relay = data;
+
+  g_clear_pointer (&relay->eof_timer, gsource_release);
+  relay_stop_reading_remote (relay);
+  relay_settle (relay);
+  return G_SOURCE_REMOVE;
+}
+
 /* Apply the end-of-stream rules, then derive the watches. */
 static void
 relay_settle (struct relay *relay)
 {
+  /* Local EOF with a bounded wait for the remote's end. */
+  if (relay->config.bound_eof_wait && relay->up.src_done && !relay->down.src_done &&
+      relay->eof_timer == NULL) {
+    if (relay->config.eof_wait == 0) {
+      relay_stop_reading_remote (relay);
+    } else {
+      relay->eof_timer = g_timeout_source_new_seconds (relay->config.eof_wait);
+      g_source_set_callback (relay->eof_timer, on_eof_wait_over, relay, NULL);
+      g_source_attach (relay->eof_timer, NULL);
+    }
+  }
   /* Remote EOF (or failure): stop reading local, but keep delivering
    * what was already read from it. */
-  if (relay->down.src_done && !relay->up.src_done) {
+  if ((relay->down.src_done || relay->down.failed) && !relay->up.src_done) {
     relay->up.src_done = true;
     pump_flush (&relay->up);
   }
+  /* A failed direction keeps reading (and dropping) only so that its
+   * source, which may be blocked writing, can still take the other
+   * direction's bytes (an echoing peer would otherwise deadlock). */
+  if (relay->up.failed && pump_finished (&relay->down))
+    relay->up.src_done = true;
+  if (relay->down.failed && pump_finished (&relay->up))
+    relay->down.src_done = true;
   if (pump_finished (&relay->up) && pump_finished (&relay->down)) {
     relay_finish (relay);
     return;
@@ -257,6 +317,35 @@ on_endpoint_ready (void *data, struct endpoint *ep, bool readable, bool writable
   relay_settle (relay);
 }
 
+size_t
+relay_abandon (struct relay *relay, const char *why, int exit_code)
+{
+  size_t lost = relay->up.buf->len + relay->down.buf->len;
+
+  if (relay->finished)
+    return 0;
+  ferry_error ("%s%s%s (%zu bytes buffered for %s, %zu for %s not delivered)",
+               label_prefix (relay), label_sep (relay), why,
+               relay->up.buf->len, endpoint_write_name (relay->up.dst),
+               relay->down.buf->len, endpoint_write_name (relay->down.dst));
+  relay->exit_code = exit_code;
+  relay_finish (relay);
+  return lost;
+}
+
+void
+relay_drain (struct relay *relay)
+{
+  if (relay->finished)
+    return;
+  /* As if both sources had ended: what is buffered is still delivered,
+   * then each destination is half-closed as at end of stream. */
+  relay->up.src_done = relay->down.src_done = true;
+  pump_flush (&relay->up);
+  pump_flush (&relay->down);
+  relay_settle (relay);
+}
+
 static gboolean
 on_idle_check (gpointer data)
 {
@@ -268,13 +357,9 @@ on_idle_check (gpointer data)
     g_source_set_ready_time (relay->idle_timer, deadline);
     return G_SOURCE_CONTINUE;
   }
-  ferry_error ("%s%sno traffic for %u seconds, giving up (%zu bytes buffered "
-               "for %s, %zu for %s not delivered)",
-               label_prefix (relay), label_sep (relay), relay->config.idle_timeout,
-               relay->up.ring.len, endpoint_write_name (relay->up.dst),
-               relay->down.ring.len, endpoint_write_name (relay->down.dst));
-  relay->exit_code = FERRY_EXIT_TIMEOUT;
-  relay_finish (relay);
+  g_autofree char *why = g_strdup_printf ("no traffic for %u seconds, giving up",
+                                          relay->config.idle_timeout);
+  relay_abandon (relay, why, FERRY_EXIT_TIMEOUT);
   return G_SOURCE_CONTINUE;
 }
 
@@ -297,7 +382,13 @@ pump_init (struct pump *p, struct relay *relay, struct endpoint *src,
   p->src = src;
   p->dst = dst;
   p->shutdown_at_end = shutdown_at_end;
-  ring_init (&p->ring, relay->config.buffer_size);
+  /* Splice when both ends allow it; a pipe that cannot be made (out of
+   * fds) leaves the copying path, which works everywhere. */
+  if (relay->config.splice && endpoint_splice_fd (src, false) >= 0 &&
+      endpoint_splice_fd (dst, true) >= 0)
+    p->buf = pipe_buffer_new (relay->config.buffer_size);
+  if (p->buf == NULL)
+    p->buf = ring_new (relay->config.buffer_size);
 }
 
 struct relay *
@@ -336,11 +427,12 @@ relay_free (struct relay *relay)
   if (relay == NULL)
     return;
   g_clear_pointer (&relay->idle_timer, gsource_release);
+  g_clear_pointer (&relay->eof_timer, gsource_release);
   g_clear_pointer (&relay->done_source, gsource_release);
   endpoint_free (relay->local);
   endpoint_free (relay->remote);
-  ring_free (&relay->up.ring);
-  ring_free (&relay->down.ring);
+  buffer_free (relay->up.buf);
+  buffer_free (relay->down.buf);
   g_free ((char *) relay->config.label);
   g_free (relay);
 }

@@ -23,7 +23,13 @@
 struct relay_config {
   size_t buffer_size;         /* bytes per direction, allocated once */
   bool half_close;            /* shutdown(SHUT_WR) remote after local EOF */
+  bool splice;                /* move bytes with splice(2) where both ends allow */
   unsigned idle_timeout;      /* seconds without traffic before giving up; 0 = never */
+  bool bound_eof_wait;        /* after local EOF, stop reading remote once
+                                 @eof_wait seconds have passed (nc -q);
+                                 false: read remote until its EOF */
+  unsigned eof_wait;          /* seconds; 0 stops at once.  Bytes already
+                                 read are still delivered both ways. */
   bool verbose;               /* print statistics when done */
   const char *label;          /* prefix for messages, e.g. "connection 3"; may be NULL */
 };
@@ -39,5 +45,15 @@ struct relay *relay_new (struct endpoint *local, struct endpoint *remote,
                          const struct relay_config *config,
                          relay_done_fn done, void *data);
 void relay_free (struct relay *relay);
+
+/* Stop reading both sides; deliver what is buffered, then half-close both
+ * destinations as at end of stream.  done follows once that is over (for
+ * SIGTERM: let live relays finish what they hold). */
+void relay_drain (struct relay *relay);
+
+/* Give up now: one line "LABEL: WHY (N bytes buffered for X, M for Y not
+ * delivered)", then done with @exit_code.  Returns the bytes dropped (0 if
+ * the relay had finished already). */
+size_t relay_abandon (struct relay *relay, const char *why, int exit_code);
 
 #endif

@@ -1,72 +1,120 @@
 /* ferry: fixed-size byte ring. */
+#include <config.h>
+
 #include "ring.h"
+
+#include <errno.h>
+#include <sys/uio.h>
 
 #include <glib.h>
 
-void
-ring_init (struct ring *ring, size_t size)
-{
-  g_assert (size > 0);
-  ring->data = g_malloc (size);
-  ring->size = size;
-  ring->head = 0;
-  ring->len = 0;
-}
+struct ring {
+  struct buffer base;
+  char *data;                 /* base.size bytes */
+  size_t head;                /* offset of the oldest buffered byte */
+};
 
-void
-ring_free (struct ring *ring)
+/* Fill @iov with the free space, in order; returns the count of non-empty
+ * entries (0 when full). */
+static int
+ring_free_iov (const struct ring *r, struct iovec iov[2])
 {
-  g_clear_pointer (&ring->data, g_free);
-  ring->size = ring->head = ring->len = 0;
-}
-
-int
-ring_free_iov (const struct ring *ring, struct iovec iov[2])
-{
-  size_t tail = (ring->head + ring->len) % ring->size;
-  size_t space = ring->size - ring->len;
-  size_t first = MIN (space, ring->size - tail);
+  size_t size = r->base.size, len = r->base.len;
+  size_t tail = (r->head + len) % size;
+  size_t space = size - len;
+  size_t first = MIN (space, size - tail);
 
   if (space == 0)
     return 0;
-  iov[0].iov_base = ring->data + tail;
+  iov[0].iov_base = r->data + tail;
   iov[0].iov_len = first;
   if (first == space)
     return 1;
-  iov[1].iov_base = ring->data;
+  iov[1].iov_base = r->data;
   iov[1].iov_len = space - first;
   return 2;
 }
 
-int
-ring_data_iov (const struct ring *ring, struct iovec iov[2])
+/* Fill @iov with the buffered bytes, oldest first; returns the count of
+ * non-empty entries (0 when empty). */
+static int
+ring_data_iov (const struct ring *r, struct iovec iov[2])
 {
-  size_t first = MIN (ring->len, ring->size - ring->head);
+  size_t len = r->base.len;
+  size_t first = MIN (len, r->base.size - r->head);
 
-  if (ring->len == 0)
+  if (len == 0)
     return 0;
-  iov[0].iov_base = ring->data + ring->head;
+  iov[0].iov_base = r->data + r->head;
   iov[0].iov_len = first;
-  if (first == ring->len)
+  if (first == len)
     return 1;
-  iov[1].iov_base = ring->data;
-  iov[1].iov_len = ring->len - first;
+  iov[1].iov_base = r->data;
+  iov[1].iov_len = len - first;
   return 2;
 }
 
-void
-ring_produce (struct ring *ring, size_t n)
+static ssize_t
+ring_fill (struct buffer *b, struct endpoint *src)
 {
-  g_assert (n <= ring->size - ring->len);
-  ring->len += n;
+  struct ring *r = (struct ring *) b;
+  struct iovec iov[2];
+  int n_iov = ring_free_iov (r, iov);
+  ssize_t n;
+
+  if (n_iov == 0) {
+    errno = EAGAIN;
+    return -1;
+  }
+  n = src->ops->readv (src, iov, n_iov);
+  if (n > 0)
+    buffer_produced (b, n);
+  return n;
 }
 
-void
-ring_consume (struct ring *ring, size_t n)
+static ssize_t
+ring_drain (struct buffer *b, struct endpoint *dst)
 {
-  g_assert (n <= ring->len);
-  ring->len -= n;
-  /* Once empty, start again at offset 0 so the next fill is contiguous:
-   * this only moves an offset, never bytes. */
-  ring->head = ring->len == 0 ? 0 : (ring->head + n) % ring->size;
+  struct ring *r = (struct ring *) b;
+  struct iovec iov[2];
+  int n_iov = ring_data_iov (r, iov);
+  ssize_t n;
+
+  if (n_iov == 0)
+    return 0;
+  n = dst->ops->writev (dst, iov, n_iov);
+  if (n > 0) {
+    buffer_consumed (b, n);
+    /* Once empty, start again at offset 0 so the next fill is contiguous:
+     * this only moves an offset, never bytes. */
+    r->head = b->len == 0 ? 0 : (r->head + n) % b->size;
+  }
+  return n;
+}
+
+static void
+ring_free (struct buffer *b)
+{
+  struct ring *r = (struct ring *) b;
+
+  g_free (r->data);
+  g_free (r);
+}
+
+static const struct buffer_ops ring_ops = {
+  .fill = ring_fill,
+  .drain = ring_drain,
+  .free = ring_free,
+};
+
+struct buffer *
+ring_new (size_t size)
+{
+  struct ring *r = g_new0 (struct ring, 1);
+
+  g_assert (size > 0);
+  r->base.ops = &ring_ops;
+  r->base.size = size;
+  r->data = g_malloc (size);
+  return &r->base;
 }

@@ -10,6 +10,7 @@
 
 #include "endpoint-fd.h"
 #include "error.h"
+#include "forward.h"
 #include "listen.h"
 #include "message.h"
 
@@ -18,21 +19,34 @@ struct run {
   GMainLoop *loop;
   struct relay *relay;        /* the stdio relay, while one is live */
   struct listener *listener;  /* with --listen */
+  struct forward *forward;    /* with a target: listen-and-forward */
   int exit_code;
 };
 
 static gboolean
-on_signal (gpointer data, int code)
+on_signal (gpointer data, const char *name, int code)
 {
   struct run *run = data;
 
+  /* A forwarder drains its relays first; a second signal ends it at once. */
+  if (run->forward && forward_stop (run->forward, name, code))
+    return G_SOURCE_CONTINUE;
   run->exit_code = code;
   g_main_loop_quit (run->loop);
   return G_SOURCE_CONTINUE;
 }
 
-static gboolean on_sigint (gpointer data) { return on_signal (data, FERRY_EXIT_SIGINT); }
-static gboolean on_sigterm (gpointer data) { return on_signal (data, FERRY_EXIT_SIGTERM); }
+static gboolean on_sigint (gpointer data) { return on_signal (data, "SIGINT", FERRY_EXIT_SIGINT); }
+static gboolean on_sigterm (gpointer data) { return on_signal (data, "SIGTERM", FERRY_EXIT_SIGTERM); }
+
+static void
+on_forward_done (int exit_code, void *data)
+{
+  struct run *run = data;
+
+  run->exit_code = exit_code;
+  g_main_loop_quit (run->loop);
+}
 
 static void
 on_relay_done (struct relay *relay, int exit_code, void *data)
@@ -54,7 +68,8 @@ start_stdio_relay (struct run *run, struct endpoint *remote)
 {
   struct relay_config config = run->options->relay;
 
-  run->relay = relay_new (endpoint_stdio_new (run->options->keep_listening),
+  run->relay = relay_new (endpoint_stdio_new (run->options->keep_listening,
+                                              config.buffer_size),
                           remote, &config, on_relay_done, run);
 }
 
@@ -65,6 +80,7 @@ on_accept (int fd, const char *peer, void *data)
 
   /* stdio serves one connection at a time. */
   listener_pause (run->listener);
+  socket_set_buffers (fd, &run->options->connect);
   start_stdio_relay (run, endpoint_socket_new (fd, peer));
 }
 
@@ -75,7 +91,11 @@ ferry_options_init (struct ferry_options *options)
     .relay = {
       .buffer_size = FERRY_DEFAULT_BUFFER_SIZE,
       .half_close = true,
+      /* For personalities without ferry's options (nc, virt-ssh-helper),
+       * and for running the test suite through the copying path. */
+      .splice = g_strcmp0 (g_getenv ("FERRY_NO_SPLICE"), "1") != 0,
     },
+    .drain_timeout = FERRY_DEFAULT_DRAIN_TIMEOUT,
     .connect = {
       .family = AF_UNSPEC,
     },
@@ -87,12 +107,17 @@ ferry_run (const struct ferry_options *options)
 {
   struct run run = { .options = options };
   g_autoptr (GError) error = NULL;
-  g_autoptr (FerryAddress) address = address_parse (options->address, &error);
+  unsigned parse_flags = options->readonly ? ADDRESS_LIBVIRT_READONLY : 0;
+  g_autoptr (FerryAddress) address = NULL;
+  g_autoptr (FerryAddress) target = NULL;
   guint sigint_id, sigterm_id;
 
   /* A closed peer must be an EPIPE we can report, not a silent death. */
   signal (SIGPIPE, SIG_IGN);
-  if (address == NULL) {
+  if ((options->address &&
+       !(address = address_parse_flags (options->address, parse_flags, &error))) ||
+      (options->target &&
+       !(target = address_parse_flags (options->target, parse_flags, &error)))) {
     ferry_error ("%s", error->message);
     return error->code;
   }
@@ -101,7 +126,9 @@ ferry_run (const struct ferry_options *options)
   sigint_id = g_unix_signal_add (SIGINT, on_sigint, &run);
   sigterm_id = g_unix_signal_add (SIGTERM, on_sigterm, &run);
 
-  if (options->listen) {
+  if (target) {
+    run.forward = forward_new (options, address, target, on_forward_done, &run, &error);
+  } else if (options->listen) {
     run.listener = listener_new (address, options->connect.family, on_accept,
                                  &run, &error);
   } else {
@@ -118,6 +145,7 @@ ferry_run (const struct ferry_options *options)
 
   relay_free (run.relay);
   listener_free (run.listener);
+  forward_free (run.forward);
   g_source_remove (sigint_id);
   g_source_remove (sigterm_id);
   g_main_loop_unref (run.loop);

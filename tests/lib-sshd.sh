@@ -1,72 +1,95 @@
-# ferry test library: a hermetic sshd on 127.0.0.1, sourced after lib.sh.
+# ferry test library: a private sshd on 127.0.0.1.  Source after lib.sh.
 #
-#   start_sshd NAME [CONFIG-LINE...]   start /usr/sbin/sshd -D -e on a free
-#       port with a generated ed25519 host key; sets SSHD_PORT and
-#       SSHD_DIR ($T/sshd-NAME, holding host_key.pub, log, known_hosts).
-#   The client side is generated once per test:
-#       $T/home             a HOME for ferry/ssh: .ssh/known_hosts pins every
-#                           started sshd, .ssh/config is empty
-#       $T/client-key       the key in every sshd's AuthorizedKeysFile
-#   ferry finds ~/.ssh through $HOME (glib): ferry_ssh runs it with that
-#   HOME and no agent.
+#   start_sshd NAME PATH [CONFIG-LINE...]
+#                          start sshd NAME on a free port; sessions get
+#                          PATH (sshd_config SetEnv), so a test decides
+#                          which helpers ("nc", "virt-ssh-helper") the
+#                          remote side finds; CONFIG-LINEs are added to its
+#                          sshd_config.  Sets SSHD_PORT and SSHD_PID.
+#   $SSH_CMD               an ssh client command (a small script) that
+#                          trusts only the generated host key (pinned in a
+#                          known_hosts file), logs in as root with the
+#                          generated client key, never asks anything:
+#                          "$SSH_CMD" -p "$SSHD_PORT" 127.0.0.1 COMMAND
+#   $SSH_KEY               the client's private key file
+#   $SSH_DIR/host_ed25519.pub  the host key every started sshd uses
+#   ferry_ssh ARG...       ferry with HOME=$SSH_HOME, whose .ssh holds only
+#                          the pinned known_hosts (no keys, empty config;
+#                          ferry finds ~/.ssh through $HOME), no ssh-agent,
+#                          and a 60 s hang guard
+#   ssh_base               ssh://USER@127.0.0.1:$SSHD_PORT for the last sshd
 #
-# sshd as root needs its privilege separation directory /run/sshd (a
-# compiled-in path).  It is created when missing and left in place: it is
-# the empty, root-owned directory the openssh-server package expects, and a
-# parallel test's sshd may be using it.
-[ -x /usr/sbin/sshd ] || skip "openssh-server is not installed"
-need ssh-keygen
+# Everything lives in $T/ssh and is stopped by PID with the test.
+need /usr/sbin/sshd ssh ssh-keygen
 
-SSH_HOME=$T/home
-CLIENT_KEY=$T/client-key
+SSH_DIR=$T/ssh
+SSH_KEY=$SSH_DIR/id_ed25519
+SSH_CMD=$SSH_DIR/ssh
+SSH_HOME=$T/ssh-home
 
-_sshd_client_setup () {
-    [ -f "$CLIENT_KEY" ] && return 0
-    mkdir -p "$SSH_HOME/.ssh"
-    chmod 700 "$SSH_HOME/.ssh"
+_sshd_keys () {
+    [ -e "$SSH_KEY" ] && return 0
+    mkdir -p "$SSH_DIR"
+    ssh-keygen -q -t ed25519 -N '' -C ferry-test-host -f "$SSH_DIR/host_ed25519"
+    ssh-keygen -q -t ed25519 -N '' -C ferry-test-client -f "$SSH_KEY"
+    cp "$SSH_KEY.pub" "$SSH_DIR/authorized_keys"
+    : > "$SSH_DIR/known_hosts"
+    cat > "$SSH_DIR/ssh_config" <<CFG
+Host *
+    User root
+    IdentityFile $SSH_KEY
+    IdentitiesOnly yes
+    UserKnownHostsFile $SSH_DIR/known_hosts
+    GlobalKnownHostsFile /dev/null
+    StrictHostKeyChecking yes
+    BatchMode yes
+    LogLevel ERROR
+CFG
+    for line in "$@"; do echo "$line" >> "$cfg"; done
+    printf '#!/bin/sh\nexec ssh -F %s "$@"\n' "$SSH_DIR/ssh_config" > "$SSH_CMD"
+    chmod +x "$SSH_CMD"
+    mkdir -p -m 700 "$SSH_HOME/.ssh"
     : > "$SSH_HOME/.ssh/config"
-    : > "$SSH_HOME/.ssh/known_hosts"
-    ssh-keygen -q -t ed25519 -N '' -C ferry-test-client -f "$CLIENT_KEY"
+    ln -s "$SSH_DIR/known_hosts" "$SSH_HOME/.ssh/known_hosts"
 }
 
-start_sshd () {  # NAME [CONFIG-LINE...]
-    local name=$1; shift
-    _sshd_client_setup
-    SSHD_DIR=$T/sshd-$name
-    mkdir -p "$SSHD_DIR"
+start_sshd () {  # NAME PATH [CONFIG-LINE...]
+    local name=$1 path=$2 port cfg line
+    shift 2
+    _sshd_keys
+    port=$(free_port)
+    cfg=$SSH_DIR/sshd-$name.conf
+    cat > "$cfg" <<CFG
+ListenAddress 127.0.0.1:$port
+HostKey $SSH_DIR/host_ed25519
+AuthorizedKeysFile $SSH_DIR/authorized_keys
+PidFile none
+UsePAM no
+StrictModes no
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+X11Forwarding no
+PrintMotd no
+PrintLastLog no
+SetEnv PATH=$path
+LogLevel ERROR
+CFG
+    for line in "$@"; do echo "$line" >> "$cfg"; done
+    echo "[127.0.0.1]:$port $(cut -d' ' -f1-2 "$SSH_DIR/host_ed25519.pub")" >> "$SSH_DIR/known_hosts"
+    # sshd's privilege separation directory.
     [ -d /run/sshd ] || mkdir -p -m 755 /run/sshd
-    ssh-keygen -q -t ed25519 -N '' -C "ferry-test-$name" -f "$SSHD_DIR/host_key"
-    cp "$CLIENT_KEY.pub" "$SSHD_DIR/authorized_keys"
-    SSHD_PORT=$(free_port)
-    {
-        echo "Port $SSHD_PORT"
-        echo "ListenAddress 127.0.0.1"
-        echo "HostKey $SSHD_DIR/host_key"
-        echo "AuthorizedKeysFile $SSHD_DIR/authorized_keys"
-        echo "PidFile $SSHD_DIR/sshd.pid"
-        echo "PermitRootLogin prohibit-password"
-        echo "PasswordAuthentication no"
-        echo "KbdInteractiveAuthentication no"
-        echo "UsePAM no"
-        echo "StrictModes no"
-        echo "PrintMotd no"
-        echo "LogLevel VERBOSE"
-        for line in "$@"; do echo "$line"; done
-    } > "$SSHD_DIR/sshd_config"
-    bg /usr/sbin/sshd -f "$SSHD_DIR/sshd_config" -D -e 2> "$SSHD_DIR/log"
+    bg /usr/sbin/sshd -f "$cfg" -D -e 2>> "$SSH_DIR/sshd-$name.log"
     SSHD_PID=$LAST_PID
-    wait_for_port "$SSHD_PORT"
-    # Pin the key, exactly as ssh-keyscan would report it.
-    echo "[127.0.0.1]:$SSHD_PORT $(cut -d' ' -f1,2 "$SSHD_DIR/host_key.pub")" \
-        >> "$SSH_HOME/.ssh/known_hosts"
+    wait_for_port "$port"
+    SSHD_PORT=$port
 }
 
-# ferry with the fixture's HOME and no agent, with a 60 s hang guard.
 ferry_ssh () {
     within 60 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" "$@"
 }
 
-# ssh://root@127.0.0.1:PORT (the current user) for the last started sshd.
 ssh_base () {
     echo "ssh://$(id -un)@127.0.0.1:$SSHD_PORT"
 }
@@ -75,17 +98,17 @@ ssh_base () {
 # SOCAT-ADDRESS (it sends its file while reading ferry's, and closes once both
 # are done); check sha256 both ways and ferry's exit code 0.
 ssh_bulk_both_ways () {  # SIZE SOCAT-ADDRESS FERRY-ARG...
-    local size=$1 listen=$2; shift 2
+    local size=$1 listen=$2 server rc p; shift 2
     make_data up "$size"
     make_data down "$size"
     bg socat -t 60 "$listen" SYSTEM:"cat '$T/down' & cat > '$T/server-got'; wait"
-    local server=$LAST_PID
+    server=$LAST_PID
     case $listen in
         UNIX-LISTEN:*) wait_for_socket "${listen#UNIX-LISTEN:}" ;;
-        TCP-LISTEN:*) local p=${listen#TCP-LISTEN:}; wait_for_port "${p%%,*}" ;;
+        TCP-LISTEN:*) p=${listen#TCP-LISTEN:}; wait_for_port "${p%%,*}" ;;
     esac
     cat "$T/up" | within 120 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" "$@" | cat > "$T/client-got"
-    local rc=${PIPESTATUS[1]}
+    rc=${PIPESTATUS[1]}
     assert_eq 0 "$rc" "ferry exit code"
     wait "$server" || fail "socat server exited $?"
     assert_same_file "$T/up" "$T/server-got" "upload"

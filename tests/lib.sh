@@ -11,6 +11,10 @@ PIDS=""
 cleanup () {
     for pid in $PIDS; do kill "$pid" 2>/dev/null || true; done
     for pid in $PIDS; do wait "$pid" 2>/dev/null || true; done
+    # Mounts a test made inside its namespace (reexec_in_mount_ns), deepest first.
+    if [ -n "${FERRY_TEST_MOUNT_NS:-}" ]; then
+        findmnt -rn -o TARGET | grep "^$T/" | sort -r | xargs -r umount || true
+    fi
     rm -rf "$T"
 }
 trap cleanup EXIT
@@ -23,9 +27,13 @@ need () { for t in "$@"; do command -v "$t" >/dev/null 2>&1 || skip "$t is not i
 # The PID is left in $LAST_PID.
 bg () { "$@" & LAST_PID=$!; PIDS="$PIDS $LAST_PID"; }
 
-wait_for_socket () {  # PATH
-    for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.05; done
-    fail "socket $1 never appeared"
+wait_for_socket () {  # PATH: until something listens on it (the file
+    # appears at bind(), a moment before listen()).
+    for _ in $(seq 200); do
+        ss -Hlx 2>/dev/null | awk '{ print $5 }' | grep -qxF -- "$1" && return 0
+        sleep 0.05
+    done
+    fail "nothing ever listened on $1"
 }
 
 wait_for_port () {  # PORT
@@ -64,3 +72,53 @@ within () {  # SECS CMD...
     local secs=$1; shift
     timeout --kill-after=2 "$secs" "$@"
 }
+
+# Re-run the calling test in a private mount namespace, so it may mount
+# tmpfs over system paths (/run, /var/lib, ...) without touching the host.
+# Call it first thing after sourcing lib.sh; inside, FERRY_TEST_MOUNT_NS=1.
+reexec_in_mount_ns () {  # ARGS...
+    [ -n "${FERRY_TEST_MOUNT_NS:-}" ] && return 0
+    need unshare
+    unshare -m --propagation private true 2>/dev/null ||
+        skip "cannot create a mount namespace (needs root)"
+    trap - EXIT
+    rm -rf "$T"
+    FERRY_TEST_MOUNT_NS=1 exec unshare -m --propagation private bash "$0" "$@"
+}
+
+# A UNIX socket file that exists but refuses connections (bound, never
+# listened on): enough for code that only checks that a socket exists.
+fake_socket () {  # PATH
+    mkdir -p "$(dirname "$1")"
+    python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$1"
+}
+
+# Make $T/bin/NAME a link to ferry, so ferry runs under that name.
+ferry_link () {  # NAME
+    mkdir -p "$T/bin"
+    ln -sf "$FERRY" "$T/bin/$1"
+}
+
+# Sample "FUNC PID" every 50 ms while PID lives, keeping the largest number
+# it printed in FILE.  Start it with bg; it ends by itself with PID.
+track_max () {  # FILE PID FUNC
+    local max=0 v
+    echo 0 > "$1"
+    while kill -0 "$2" 2>/dev/null; do
+        v=$("$3" "$2" 2>/dev/null) || v=0
+        if [ "${v:-0}" -gt "$max" ]; then max=$v; echo "$max" > "$1"; fi
+        sleep 0.05
+    done
+}
+
+# For track_max: resident memory in KiB, and the count of open sockets.
+rss_kib () { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+socket_count () { find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
+
+# Wait until COND (a command) succeeds, polling every 50 ms for SECS.
+wait_until () {  # SECS CMD...
+    local secs=$1; shift
+    for _ in $(seq $((secs * 20))); do "$@" && return 0; sleep 0.05; done
+    fail "timed out after ${secs}s waiting for: $*"
+}
+has_sockets () { [ "$(socket_count "$1")" -eq "$2" ]; }  # PID N, for wait_until

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib-sshd.sh"
 need socat ssh-agent ssh-add
 
-start_sshd main
+start_sshd main /usr/bin:/bin
 bg socat "UNIX-LISTEN:$T/echo.sock,fork" EXEC:cat
 wait_for_socket "$T/echo.sock"
 url=$(ssh_base)$T/echo.sock
@@ -16,15 +16,15 @@ check_echo () {  # WHAT FERRY-COMMAND...
     assert_eq "ping $what" "$out" "$what: echo"
 }
 
-check_echo keyfile ferry_ssh "$url?keyfile=$CLIENT_KEY"
+check_echo keyfile ferry_ssh "$url?keyfile=$SSH_KEY"
 
 bg ssh-agent -D -a "$T/agent.sock" > /dev/null
 wait_for_socket "$T/agent.sock"
-SSH_AUTH_SOCK=$T/agent.sock ssh-add -q "$CLIENT_KEY" 2> /dev/null
+SSH_AUTH_SOCK=$T/agent.sock ssh-add -q "$SSH_KEY" 2> /dev/null
 check_echo agent within 30 env HOME="$SSH_HOME" SSH_AUTH_SOCK="$T/agent.sock" "$FERRY" "$url"
 
-cp "$CLIENT_KEY" "$SSH_HOME/.ssh/id_ed25519"
-cp "$CLIENT_KEY.pub" "$SSH_HOME/.ssh/id_ed25519.pub"
+cp "$SSH_KEY" "$SSH_HOME/.ssh/id_ed25519"
+cp "$SSH_KEY.pub" "$SSH_HOME/.ssh/id_ed25519.pub"
 check_echo id_ed25519 ferry_ssh "$url"
 rm "$SSH_HOME/.ssh/id_ed25519" "$SSH_HOME/.ssh/id_ed25519.pub"
 

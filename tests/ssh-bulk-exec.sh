@@ -5,6 +5,6 @@
 . "$(dirname "$0")/lib-sshd.sh"
 need socat sha256sum
 
-start_sshd main
+start_sshd main /usr/bin:/bin
 ssh_bulk_both_ways $((256 * 1024 * 1024)) "UNIX-LISTEN:$T/s.sock" \
-    --remote-helper="$FERRY" "$(ssh_base)$T/s.sock?proxy=exec&keyfile=$CLIENT_KEY"
+    --remote-helper="$FERRY" "$(ssh_base)$T/s.sock?proxy=exec&keyfile=$SSH_KEY"

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib-sshd.sh"
 need socat sha256sum
 
-start_sshd main
+start_sshd main /usr/bin:/bin
 port=$(free_port)
 ssh_bulk_both_ways $((256 * 1024 * 1024)) "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr" \
-    "$(ssh_base)?tcp=127.0.0.1:$port&proxy=direct&keyfile=$CLIENT_KEY"
+    "$(ssh_base)?tcp=127.0.0.1:$port&proxy=direct&keyfile=$SSH_KEY"

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib-sshd.sh"
 need socat
 
-start_sshd main
+start_sshd main /usr/bin:/bin
 # Were any of it expanded or split, the helper's argument would differ.
 dir="$T/a b'c\"d\$(echo x);e \`echo y\` & f|g \$HOME"
 # socat cannot take such a path: the server listens in a plain directory
@@ -15,7 +15,7 @@ mkdir "$T/plain"
 ln -s "$T/plain" "$dir"
 sock=$dir/s.sock
 bg socat "UNIX-LISTEN:$T/plain/s.sock" EXEC:cat
-wait_for_socket "$sock"
+wait_for_socket "$T/plain/s.sock"
 # The helper records its arguments, then is ferry.
 cat > "$T/helper" <<HELPER
 #!/bin/sh
@@ -26,7 +26,7 @@ HELPER
 chmod +x "$T/helper"
 
 out=$(echo ping | ferry_ssh --remote-helper="$T/helper" \
-      "$(ssh_base)$sock?proxy=exec&keyfile=$CLIENT_KEY") || fail "ferry exited $?"
+      "$(ssh_base)$sock?proxy=exec&keyfile=$SSH_KEY") || fail "ferry exited $?"
 assert_eq ping "$out" "echo through the hostile path"
 assert_eq 1 "$(cat "$T/args")" "argument count"
 assert_eq "unix:$sock" "$(cat "$T/arg1")" "the argument"

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib-sshd.sh"
 need socat
 
-start_sshd noforward "AllowStreamLocalForwarding no" "AllowTcpForwarding no"
+start_sshd noforward /usr/bin:/bin "AllowStreamLocalForwarding no" "AllowTcpForwarding no"
 bg socat "UNIX-LISTEN:$T/echo.sock,fork" EXEC:cat
 wait_for_socket "$T/echo.sock"
 base=$(ssh_base)
@@ -22,13 +22,13 @@ run () {  # FERRY-ARG...; sets rc, out, err
     printf '%s\n' "$err" > "$T/err"
 }
 
-url="$base$T/echo.sock?keyfile=$CLIENT_KEY"
+url="$base$T/echo.sock?keyfile=$SSH_KEY"
 run "$url&proxy=direct"
 assert_eq 3 "$rc" "proxy=direct refused: exit code"
 assert_eq "ferry: cannot connect to '$url&proxy=direct': direct-streamlocal channel: $refused (OpenSSH says so both when forwarding is disabled and when nothing listens there)" \
     "$err" "proxy=direct refused: message"
 
-run "$base?tcp=127.0.0.1:9&keyfile=$CLIENT_KEY&proxy=direct"
+run "$base?tcp=127.0.0.1:9&keyfile=$SSH_KEY&proxy=direct"
 assert_eq 3 "$rc" "direct-tcpip refused: exit code"
 assert_contains "$T/err" "direct-tcpip channel: Channel opening failure: channel N error (1) open failed" \
     "direct-tcpip refused: message"
@@ -38,7 +38,7 @@ assert_eq "0 ping" "$rc $out" "proxy=auto falls back to exec"
 assert_eq "" "$err" "proxy=auto fallback: stderr"
 
 # Both fail: the direct channel is refused, and the helper cannot connect.
-missing="$base$T/missing.sock?keyfile=$CLIENT_KEY"
+missing="$base$T/missing.sock?keyfile=$SSH_KEY"
 run --remote-helper="$FERRY" "$missing"
 assert_eq 3 "$rc" "both fail: the remote helper's exit status"
 assert_eq "ferry: cannot connect to '$T/missing.sock': No such file or directory

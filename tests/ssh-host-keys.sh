@@ -8,17 +8,17 @@
 . "$(dirname "$0")/lib-sshd.sh"
 need socat
 
-start_sshd main
+start_sshd main /usr/bin:/bin
 bg socat "UNIX-LISTEN:$T/echo.sock,fork" EXEC:cat
 wait_for_socket "$T/echo.sock"
 user=$(id -un)
 name=$user@127.0.0.1:$SSHD_PORT
-fp=$(ssh-keygen -l -E sha256 -f "$SSHD_DIR/host_key.pub" | cut -d' ' -f2)
-line="[127.0.0.1]:$SSHD_PORT $(cut -d' ' -f1,2 "$SSHD_DIR/host_key.pub")"
+fp=$(ssh-keygen -l -E sha256 -f "$SSH_DIR/host_ed25519.pub" | cut -d' ' -f2)
+line="[127.0.0.1]:$SSHD_PORT $(cut -d' ' -f1,2 "$SSH_DIR/host_ed25519.pub")"
 
 run () {  # KNOWN-HOSTS-FILE EXTRA-PARAMS; sets rc, out, err
     rc=0
-    out=$(echo ping | ferry_ssh "$(ssh_base)$T/echo.sock?keyfile=$CLIENT_KEY&known_hosts=$1$2" \
+    out=$(echo ping | ferry_ssh "$(ssh_base)$T/echo.sock?keyfile=$SSH_KEY&known_hosts=$1$2" \
           2> "$T/err") || rc=$?
     err=$(cat "$T/err")
 }

@@ -1,0 +1,667 @@
+/* drive: one measured run of one helper, for bench/run.sh.
+ *
+ * Starts HELPER with pipes as its stdin and stdout and a socket it must
+ * connect to as its far side (the way sshd runs a remote helper), moves the
+ * scenario's bytes through it with cheap sources and sinks on both sides,
+ * verifies them, and prints one line of tab-separated key=value fields:
+ *   data=ok|bad        every byte arrived intact (else note= says why)
+ *   moved, round_trips bytes delivered (both directions), timed round trips
+ *   seconds            from the accepted connection to the last wanted byte
+ *   user, sys, maxrss_kib  wait4 rusage of the helper process alone
+ *   status             the helper's exit code, or "signal N"
+ *   waited_for_stdin=1 down: it exited only once stdin was closed
+ *   other_cpu          share of all CPUs that other processes used meanwhile
+ *
+ *   drive --scenario up|down|both|ping|split --listen unix:PATH|tcp
+ *         [--bytes N] [--count N] [--timeout SECS] -- HELPER ARGS...
+ *
+ * In HELPER ARGS, {PATH} is replaced by the UNIX socket's path and {PORT}
+ * by the TCP port (127.0.0.1, an ephemeral port chosen per run).
+ *
+ * Payload: a pseudo-random pattern with a prime period, so a lost,
+ * duplicated or reordered block never lines up with itself again.  Sinks
+ * count every byte and compare 16 bytes at the start and end of every read
+ * and every STRIDE bytes in between.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PERIOD 1048573u         /* prime, just under 1 MiB */
+#define CHUNK (256u * 1024)     /* source write / sink read size */
+#define STRIDE 4099u            /* one sample every STRIDE bytes */
+#define SAMPLE 16u              /* bytes compared per sample */
+#define MSG 64u                 /* ping-pong message size */
+#define SPLIT_FIRST 16u         /* split ping-pong: the first part's size */
+#define WARMUP 10u              /* untimed round trips before a ping-pong */
+
+enum scenario { UP, DOWN, BOTH, PING, SPLIT };
+enum after { KEEP_OPEN, CLOSE, SHUT_WRITE };
+
+/* One direction's stream end in this process: a source writing the
+ * pattern into fd, or a sink reading and checking it from fd. */
+struct stream {
+  const char *name;     /* for messages: "stdin", "socket", ... */
+  int fd;
+  uint64_t want;        /* bytes the stream must carry */
+  uint64_t phase;       /* where in the pattern the stream starts */
+  uint64_t done;        /* bytes written (source) or read (sink) */
+  double t_last;        /* sink: when the last wanted byte arrived */
+  sem_t arrived;        /* sink: posted at the last wanted byte, or at EOF */
+  enum after after;     /* source: what to do with fd once written */
+  struct stream *first; /* source: a sink to wait for before `after` */
+  pthread_t thread;
+  char error[200];      /* empty while all is well */
+};
+
+static unsigned char pattern[2 * PERIOD]; /* pattern[i + PERIOD] == pattern[i] */
+static pid_t helper_pid;
+static volatile bool timed_out;
+
+static double
+now (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+die (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  fputs ("drive: ", stderr);
+  vfprintf (stderr, fmt, ap);
+  fputc ('\n', stderr);
+  va_end (ap);
+  if (helper_pid > 0)
+    kill (helper_pid, SIGKILL);
+  exit (2);
+}
+
+static void
+fill_pattern (void)
+{
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (size_t i = 0; i < PERIOD; i++) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    pattern[i] = pattern[i + PERIOD] = (unsigned char) (x >> 24);
+  }
+}
+
+static void
+set_error (struct stream *s, const char *fmt, ...)
+{
+  va_list ap;
+  if (s->error[0])
+    return;
+  va_start (ap, fmt);
+  vsnprintf (s->error, sizeof s->error, fmt, ap);
+  va_end (ap);
+}
+
+static bool
+same (const unsigned char *buf, uint64_t off, size_t len)
+{
+  return memcmp (buf, pattern + off % PERIOD, len) == 0;
+}
+
+/* Compare samples of buf, which holds stream offsets pos .. pos+len. */
+static bool
+check (const struct stream *s, const unsigned char *buf, size_t len)
+{
+  uint64_t pos = s->phase + s->done;
+  size_t edge = len < SAMPLE ? len : SAMPLE;
+
+  if (!same (buf, pos, edge) || !same (buf + len - edge, pos + len - edge, edge))
+    return false;
+  for (uint64_t o = (s->done + STRIDE - 1) / STRIDE * STRIDE; o < s->done + len; o += STRIDE) {
+    size_t k = s->done + len - o < SAMPLE ? s->done + len - o : SAMPLE;
+    if (!same (buf + (o - s->done), s->phase + o, k))
+      return false;
+  }
+  return true;
+}
+
+static void *
+source (void *arg)
+{
+  struct stream *s = arg;
+
+  while (s->done < s->want) {
+    uint64_t left = s->want - s->done;
+    ssize_t r = write (s->fd, pattern + (s->phase + s->done) % PERIOD,
+                       left < CHUNK ? left : CHUNK);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      set_error (s, "writing %s after %llu bytes: %m", s->name,
+                 (unsigned long long) s->done);
+      break;
+    }
+    s->done += r;
+  }
+  /* A far side that half-closes first would end the upload: wait until
+   * the other direction's sink has everything. */
+  if (s->first)
+    pthread_join (s->first->thread, NULL);
+  if (s->after == CLOSE)
+    close (s->fd);
+  else if (s->after == SHUT_WRITE)
+    shutdown (s->fd, SHUT_WR);
+  return NULL;
+}
+
+static void *
+sink (void *arg)
+{
+  struct stream *s = arg;
+  unsigned char *buf = malloc (CHUNK);
+
+  if (!buf)
+    die ("out of memory");
+  for (;;) {
+    ssize_t r = read (s->fd, buf, CHUNK);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      set_error (s, "reading %s after %llu bytes: %m", s->name,
+                 (unsigned long long) s->done);
+      break;
+    }
+    if (r == 0)
+      break;
+    if (!check (s, buf, r))
+      set_error (s, "%s: wrong content at bytes %llu..%llu", s->name,
+                 (unsigned long long) s->done, (unsigned long long) s->done + r);
+    s->done += r;
+    if (s->want && s->done >= s->want && !s->t_last) {
+      s->t_last = now ();
+      sem_post (&s->arrived);
+    }
+  }
+  if (!s->t_last) {
+    s->t_last = now ();
+    sem_post (&s->arrived);
+  }
+  if (s->done != s->want)
+    set_error (s, "%s: %llu bytes arrived, %llu expected", s->name,
+               (unsigned long long) s->done, (unsigned long long) s->want);
+  free (buf);
+  return NULL;
+}
+
+static void
+start (struct stream *s, void *(*fn) (void *))
+{
+  if (pthread_create (&s->thread, NULL, fn, s) != 0)
+    die ("pthread_create failed");
+}
+
+/* Kills the helper if the run overstays its deadline, which unblocks every
+ * thread: pipes and the socket then reach EOF or EPIPE. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t finished_cond = PTHREAD_COND_INITIALIZER;
+static bool finished;
+
+static void *
+watchdog (void *arg)
+{
+  struct timespec deadline;
+  clock_gettime (CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += *(int *) arg;
+  pthread_mutex_lock (&lock);
+  while (!finished)
+    if (pthread_cond_timedwait (&finished_cond, &lock, &deadline) == ETIMEDOUT) {
+      timed_out = true;
+      kill (helper_pid, SIGKILL);
+      break;
+    }
+  pthread_mutex_unlock (&lock);
+  return NULL;
+}
+
+static bool
+read_exact (int fd, unsigned char *buf, size_t len)
+{
+  while (len) {
+    ssize_t r = read (fd, buf, len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return false;
+    buf += r, len -= r;
+  }
+  return true;
+}
+
+static bool
+write_all (int fd, const unsigned char *buf, size_t len)
+{
+  while (len) {
+    ssize_t r = write (fd, buf, len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return false;
+    buf += r, len -= r;
+  }
+  return true;
+}
+
+/* Ping-pong far side: answers each MSG-byte request with its complement.
+ * In the split scenario it tells the client when a request's first part
+ * has arrived, so the second part is written only after the helper has
+ * sent the first: that is what exposes Nagle's algorithm. */
+struct echo {
+  int fd;
+  bool split;
+  sem_t first_part;
+  pthread_t thread;
+};
+
+static void *
+echo (void *arg)
+{
+  struct echo *e = arg;
+  unsigned char msg[MSG];
+
+  for (;;) {
+    if (e->split) {
+      if (!read_exact (e->fd, msg, SPLIT_FIRST))
+        break;
+      sem_post (&e->first_part);
+      if (!read_exact (e->fd, msg + SPLIT_FIRST, MSG - SPLIT_FIRST))
+        break;
+    }
+    else if (!read_exact (e->fd, msg, MSG))
+      break;
+    for (size_t i = 0; i < MSG; i++)
+      msg[i] = ~msg[i];
+    if (!write_all (e->fd, msg, MSG))
+      break;
+  }
+  if (e->split)
+    sem_post (&e->first_part); /* never leave the client waiting */
+  return NULL;
+}
+
+/* The client side of a ping-pong, on the helper's stdin and stdout.
+ * Returns the seconds taken by count timed round trips, or < 0. */
+static double
+ping_pong (int in, int out, struct echo *e, unsigned count, char *error, size_t errlen)
+{
+  unsigned char req[MSG], rep[MSG];
+  double t0 = 0;
+
+  for (unsigned i = 0; i < WARMUP + count; i++) {
+    if (i == WARMUP)
+      t0 = now ();
+    memcpy (req, pattern + (uint64_t) i * MSG % PERIOD, MSG);
+    bool ok;
+    if (e->split) {
+      ok = write_all (in, req, SPLIT_FIRST);
+      if (ok)
+        while (sem_wait (&e->first_part) < 0 && errno == EINTR)
+          ;
+      ok = ok && write_all (in, req + SPLIT_FIRST, MSG - SPLIT_FIRST);
+    }
+    else
+      ok = write_all (in, req, MSG);
+    if (!ok || !read_exact (out, rep, MSG)) {
+      snprintf (error, errlen, "round trip %u failed: %s", i,
+                ok ? "no complete reply" : "request not accepted");
+      return -1;
+    }
+    for (size_t k = 0; k < MSG; k++)
+      if (rep[k] != (unsigned char) ~req[k]) {
+        snprintf (error, errlen, "round trip %u: wrong reply", i);
+        return -1;
+      }
+  }
+  return now () - t0;
+}
+
+/* Busy jiffies of all CPUs (everything but idle and iowait). */
+static unsigned long long
+busy_jiffies (void)
+{
+  unsigned long long v[10] = { 0 }, sum = 0;
+  FILE *f = fopen ("/proc/stat", "r");
+  if (!f)
+    return 0;
+  if (fscanf (f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+              &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) < 8)
+    v[0] = 0;
+  fclose (f);
+  /* user nice system idle iowait irq softirq steal [guest guest_nice,
+   * already counted in user and nice] */
+  for (int i = 0; i < 8; i++)
+    if (i != 3 && i != 4)
+      sum += v[i];
+  return sum;
+}
+
+static double
+seconds (struct timeval tv)
+{
+  return tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+/* Replace every {PATH} and {PORT} in arg. */
+static char *
+substitute (const char *arg, const char *path, const char *port)
+{
+  size_t cap = strlen (arg) + strlen (path) + strlen (port) + 1;
+  char *out, *o;
+
+  for (const char *p = arg; (p = strchr (p, '{')); p++)
+    cap += strlen (path) + strlen (port);
+  out = o = malloc (cap);
+  if (!out)
+    die ("out of memory");
+  while (*arg) {
+    if (strncmp (arg, "{PATH}", 6) == 0)
+      o = stpcpy (o, path), arg += 6;
+    else if (strncmp (arg, "{PORT}", 6) == 0)
+      o = stpcpy (o, port), arg += 6;
+    else
+      *o++ = *arg++;
+  }
+  *o = '\0';
+  return out;
+}
+
+static int
+make_listener (const char *spec, char *path, size_t pathlen, char *port, size_t portlen)
+{
+  int fd;
+
+  path[0] = port[0] = '\0';
+  if (strncmp (spec, "unix:", 5) == 0) {
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    if (strlen (spec + 5) >= sizeof sun.sun_path || strlen (spec + 5) >= pathlen)
+      die ("socket path too long: %s", spec + 5);
+    strcpy (sun.sun_path, spec + 5);
+    strcpy (path, spec + 5);
+    unlink (path);
+    fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind (fd, (struct sockaddr *) &sun, sizeof sun) < 0)
+      die ("cannot listen on %s: %m", path);
+  }
+  else if (strcmp (spec, "tcp") == 0) {
+    struct sockaddr_in sin = { .sin_family = AF_INET,
+                               .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+    socklen_t len = sizeof sin;
+    fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind (fd, (struct sockaddr *) &sin, sizeof sin) < 0 ||
+        getsockname (fd, (struct sockaddr *) &sin, &len) < 0)
+      die ("cannot listen on 127.0.0.1: %m");
+    snprintf (port, portlen, "%u", ntohs (sin.sin_port));
+  }
+  else
+    die ("--listen: expected unix:PATH or tcp, got '%s'", spec);
+  if (listen (fd, 1) < 0)
+    die ("listen: %m");
+  return fd;
+}
+
+/* Accept the helper's connection; gives up when the helper exits first
+ * (it is not reaped here, so wait4 still gets its rusage). */
+static int
+accept_helper (int listener, int timeout, char *error, size_t errlen)
+{
+  double deadline = now () + timeout;
+
+  while (now () < deadline) {
+    struct pollfd p = { .fd = listener, .events = POLLIN };
+    siginfo_t info = { .si_pid = 0 };
+    if (poll (&p, 1, 50) > 0) {
+      int fd = accept4 (listener, NULL, NULL, SOCK_CLOEXEC);
+      if (fd >= 0)
+        return fd;
+    }
+    if (waitid (P_PID, helper_pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid == helper_pid) {
+      snprintf (error, errlen, "helper exited before connecting");
+      return -1;
+    }
+  }
+  snprintf (error, errlen, "helper did not connect within %d s", timeout);
+  kill (helper_pid, SIGKILL);
+  return -1;
+}
+
+static void
+usage (void)
+{
+  die ("usage: drive --scenario up|down|both|ping|split --listen unix:PATH|tcp "
+       "[--bytes N] [--count N] [--timeout SECS] -- HELPER ARGS...");
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *scenario_name = NULL, *listen_spec = NULL;
+  enum scenario sc = UP;
+  uint64_t bytes = 0;
+  unsigned count = 1000;
+  int timeout = 300, argi;
+  static const char *const names[] = { "up", "down", "both", "ping", "split" };
+
+  for (argi = 1; argi < argc && strcmp (argv[argi], "--") != 0; argi += 2) {
+    if (argi + 1 >= argc)
+      usage ();
+    const char *opt = argv[argi], *val = argv[argi + 1];
+    if (strcmp (opt, "--scenario") == 0)
+      scenario_name = val;
+    else if (strcmp (opt, "--listen") == 0)
+      listen_spec = val;
+    else if (strcmp (opt, "--bytes") == 0)
+      bytes = strtoull (val, NULL, 10);
+    else if (strcmp (opt, "--count") == 0)
+      count = strtoul (val, NULL, 10);
+    else if (strcmp (opt, "--timeout") == 0)
+      timeout = atoi (val);
+    else
+      usage ();
+  }
+  if (argi >= argc - 1 || !scenario_name || !listen_spec || timeout <= 0)
+    usage ();
+  argi++;
+  for (sc = UP; sc <= SPLIT; sc++)
+    if (strcmp (scenario_name, names[sc]) == 0)
+      break;
+  if (sc > SPLIT)
+    usage ();
+
+  fill_pattern ();
+  signal (SIGPIPE, SIG_IGN);
+
+  char path[108], port[16], error[256] = "";
+  int listener = make_listener (listen_spec, path, sizeof path, port, sizeof port);
+  int in[2], out[2];                    /* the helper's stdin and stdout */
+  if (pipe2 (in, O_CLOEXEC) < 0 || pipe2 (out, O_CLOEXEC) < 0)
+    die ("pipe: %m");
+
+  char **hargv = calloc (argc - argi + 1, sizeof *hargv);
+  if (!hargv)
+    die ("out of memory");
+  for (int i = argi; i < argc; i++)
+    hargv[i - argi] = substitute (argv[i], path, port);
+
+  struct rusage self0, self1, helper_ru;
+  getrusage (RUSAGE_SELF, &self0);
+  unsigned long long busy0 = busy_jiffies ();
+  double launched = now ();
+
+  helper_pid = fork ();
+  if (helper_pid < 0)
+    die ("fork: %m");
+  if (helper_pid == 0) {
+    /* sshd gives its commands default signal dispositions. */
+    signal (SIGPIPE, SIG_DFL);
+    if (dup2 (in[0], 0) < 0 || dup2 (out[1], 1) < 0)
+      _exit (126);
+    execvp (hargv[0], hargv);
+    fprintf (stderr, "drive: cannot run %s: %m\n", hargv[0]);
+    _exit (127);
+  }
+  close (in[0]);
+  close (out[1]);
+
+  pthread_t dog;
+  pthread_create (&dog, NULL, watchdog, &timeout);
+
+  int conn = accept_helper (listener, timeout, error, sizeof error);
+  close (listener);
+  if (path[0])
+    unlink (path);
+  if (conn >= 0 && port[0]) {
+    int one = 1;
+    setsockopt (conn, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+
+  /* up: stdin -> socket.  down: socket -> stdout.  The phases differ so a
+   * byte that went the wrong way is caught. */
+  struct stream up_src = { .name = "stdin", .fd = in[1], .after = CLOSE };
+  struct stream up_sink = { .name = "upload at the socket", .fd = conn };
+  struct stream down_src = { .name = "socket", .fd = conn, .phase = PERIOD / 3,
+                             .after = SHUT_WRITE };
+  struct stream down_sink = { .name = "download at stdout", .fd = out[0],
+                              .phase = PERIOD / 3 };
+  struct stream *streams[] = { &up_src, &up_sink, &down_src, &down_sink };
+  bool waited_for_stdin = false;
+  double t0, elapsed = 0;
+  uint64_t moved = 0;
+  unsigned trips = 0;
+
+  if (conn >= 0 && sc <= BOTH) {
+    if (sc != DOWN)
+      up_src.want = up_sink.want = bytes;
+    if (sc != UP)
+      down_src.want = down_sink.want = bytes;
+    if (sc == BOTH)
+      down_src.first = &up_sink;
+    sem_init (&down_sink.arrived, 0, 0);
+    sem_init (&up_sink.arrived, 0, 0);
+    t0 = now ();
+    if (sc != DOWN) {
+      start (&up_sink, sink);
+      start (&up_src, source);
+    }
+    start (&down_sink, sink);   /* up: checks that nothing comes down */
+    if (sc != UP)
+      start (&down_src, source);
+    if (sc != DOWN)
+      pthread_join (up_src.thread, NULL);
+    if (sc == UP)
+      pthread_join (up_sink.thread, NULL);  /* BOTH: down_src joins it */
+    else
+      pthread_join (down_src.thread, NULL);
+    close (conn);                          /* up: ends the helper's download */
+    if (sc == DOWN) {
+      /* stdin stays open and idle, as ssh keeps it, until stdout reaches
+       * EOF; a helper that waits for stdin EOF instead gets it after a
+       * grace second, and the run says so. */
+      struct timespec grace;
+      while (sem_wait (&down_sink.arrived) < 0 && errno == EINTR)
+        ;
+      clock_gettime (CLOCK_REALTIME, &grace);
+      grace.tv_sec += 1;
+      if (pthread_timedjoin_np (down_sink.thread, NULL, &grace) != 0) {
+        waited_for_stdin = true;
+        close (in[1]);
+        pthread_join (down_sink.thread, NULL);
+      }
+      else
+        close (in[1]);
+    }
+    else
+      pthread_join (down_sink.thread, NULL);
+    for (size_t i = 0; i < 4; i++)
+      if (!error[0] && streams[i]->error[0])
+        snprintf (error, sizeof error, "%s", streams[i]->error);
+    /* Time to the last wanted byte, not to the helper's exit. */
+    double last = up_sink.want ? up_sink.t_last : 0;
+    if (down_sink.want && down_sink.t_last > last)
+      last = down_sink.t_last;
+    elapsed = last - t0;
+    moved = up_sink.done + down_sink.done;
+  }
+  else if (conn >= 0) {
+    struct echo e = { .fd = conn, .split = sc == SPLIT };
+    sem_init (&e.first_part, 0, 0);
+    pthread_create (&e.thread, NULL, echo, &e);
+    elapsed = ping_pong (in[1], out[0], &e, count, error, sizeof error);
+    trips = elapsed >= 0 ? count : 0;
+    close (in[1]);                         /* the helper half-closes, the echo ends */
+    pthread_join (e.thread, NULL);
+    close (conn);
+    char drain[4096];
+    while (read (out[0], drain, sizeof drain) > 0)
+      ;
+  }
+  else {
+    close (in[1]);
+  }
+  close (out[0]);
+
+  int status;
+  while (wait4 (helper_pid, &status, 0, &helper_ru) < 0)
+    if (errno != EINTR)
+      die ("wait4: %m");
+  double wall = now () - launched;
+  pthread_mutex_lock (&lock);
+  finished = true;
+  pthread_cond_signal (&finished_cond);
+  pthread_mutex_unlock (&lock);
+  pthread_join (dog, NULL);
+  getrusage (RUSAGE_SELF, &self1);
+  unsigned long long busy = busy_jiffies () - busy0;
+
+  /* What the rest of the machine ran meanwhile, as a share of all CPUs. */
+  double ours = seconds (helper_ru.ru_utime) + seconds (helper_ru.ru_stime) +
+                seconds (self1.ru_utime) - seconds (self0.ru_utime) +
+                seconds (self1.ru_stime) - seconds (self0.ru_stime);
+  double other = (busy / (double) sysconf (_SC_CLK_TCK) - ours) /
+                 (wall * sysconf (_SC_NPROCESSORS_ONLN));
+  if (other < 0)
+    other = 0;
+
+  char st[32];
+  if (WIFEXITED (status))
+    snprintf (st, sizeof st, "%d", WEXITSTATUS (status));
+  else
+    snprintf (st, sizeof st, "signal %d", WTERMSIG (status));
+  if (timed_out)
+    snprintf (error, sizeof error, "timed out after %d s, helper killed", timeout);
+
+  /* data: every byte arrived, intact.  status: the helper's exit. */
+  printf ("data=%s\tmoved=%llu\tround_trips=%u\tseconds=%.6f\tuser=%.6f\tsys=%.6f\t"
+          "maxrss_kib=%ld\tstatus=%s\twaited_for_stdin=%d\tother_cpu=%.3f\tnote=%s\n",
+          error[0] ? "bad" : "ok", (unsigned long long) moved, trips,
+          elapsed > 0 ? elapsed : 0, seconds (helper_ru.ru_utime),
+          seconds (helper_ru.ru_stime), helper_ru.ru_maxrss, st, waited_for_stdin, other,
+          error[0] ? error : "-");
+  return 0;
+}

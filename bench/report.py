@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""bench/report.py: the table of bench/run.sh, from drive's raw records.
+
+  report.py --noisy PCT RAW   cells whose rounds spread more than PCT%:
+                              "SCENARIO HELPER SPREAD%" lines
+  report.py --table PCT RAW   the table (medians over rounds) and its legend
+"""
+import statistics
+import sys
+
+SCENARIOS = {
+    "up-unix": "up, UNIX", "down-unix": "down, UNIX", "both-unix": "both, UNIX",
+    "up-tcp": "up, TCP", "down-tcp": "down, TCP", "both-tcp": "both, TCP",
+    "ping-unix": "ping-pong UNIX *", "split-tcp": "split ping TCP *",
+}
+MIB, GIB = 1 << 20, 1 << 30
+
+
+def load(path):
+    """{(scenario, helper): [run, ...]} in first-seen order."""
+    cells = {}
+    with open(path) as f:
+        for line in f:
+            run = dict(field.split("=", 1) for field in line.rstrip("\n").split("\t"))
+            cells.setdefault((run["scenario"], run["helper"]), []).append(run)
+    return cells
+
+
+def is_ping(scenario):
+    return scenario.startswith(("ping", "split"))
+
+
+def rate(run):
+    """The row's first figure: MiB/s, or microseconds per round trip."""
+    secs = float(run["seconds"])
+    if is_ping(run["scenario"]):
+        trips = int(run["round_trips"])
+        return secs / trips * 1e6 if trips else float("nan")
+    return int(run["moved"]) / MIB / secs if secs > 0 else float("nan")
+
+
+def cpu(run):
+    """CPU s per GiB moved, or CPU microseconds per round trip."""
+    used = float(run["user"]) + float(run["sys"])
+    if is_ping(run["scenario"]):
+        trips = int(run["round_trips"])
+        return used / trips * 1e6 if trips else float("nan")
+    moved = int(run["moved"])
+    return used / (moved / GIB) if moved else float("nan")
+
+
+def spread(runs):
+    """(max - min) / median of the rates, in percent."""
+    rates = [rate(r) for r in runs]
+    med = statistics.median(rates)
+    return (max(rates) - min(rates)) / med * 100 if med else 0.0
+
+
+def verdict(runs):
+    """yes: every byte intact, exit 0, and no wait for stdin in every round."""
+    if any(r["data"] != "ok" for r in runs):
+        return "NO"
+    if any(r["status"] != "0" for r in runs):
+        return "data ok; exit!=0"
+    if any(r["waited_for_stdin"] == "1" for r in runs):
+        return "data ok; hung"
+    return "yes"
+
+
+def why(run):
+    """Why a run is not a plain 'yes'."""
+    if run["data"] != "ok":
+        text = run["note"]
+    elif run["status"] != "0":
+        text = f"exit status {run['status']}"
+    else:
+        text = ("all bytes arrived, but it exited only after its stdin was closed"
+                " (1 s after the socket's EOF)")
+    return text + (f" (stderr: {run['stderr']})" if run.get("stderr") else "")
+
+
+def ratio(value, base):
+    if not base:
+        return "-"
+    x = value / base
+    return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
+
+
+def table(cells, max_spread):
+    med = {key: statistics.median(rate(r) for r in runs) for key, runs in cells.items()}
+    head = ("scenario", "helper", "MiB/s *", "CPU s/GiB *", "RSS KiB", "x nc", "x splice",
+            "other CPU", "spread", "n", "verified")
+    rows, notes = [], []
+    for (scenario, helper), runs in cells.items():
+        nc, ref = med.get((scenario, "nc")), med.get((scenario, "splice-ref"))
+        value = med[(scenario, helper)]
+        ping = is_ping(scenario)
+        sp = spread(runs)
+        v = verdict(runs)
+        rows.append((
+            SCENARIOS.get(scenario, scenario), runs[0]["label"],
+            f"{value:.1f}" if ping else f"{value:.0f}",
+            f"{statistics.median(cpu(r) for r in runs):.2f}",
+            f"{statistics.median(int(r['maxrss_kib']) for r in runs):.0f}",
+            ratio(value, nc), ratio(value, ref),
+            f"{statistics.median(float(r['other_cpu']) for r in runs) * 100:.0f}%",
+            f"{sp:.0f}%" + ("!" if sp > max_spread else ""),
+            str(len(runs)), v))
+        if v != "yes":
+            seen = []
+            for r in runs:
+                if why(r) not in seen:
+                    seen.append(why(r))
+            notes.append(f"  {SCENARIOS.get(scenario, scenario)} / {runs[0]['label']}: "
+                         + "; ".join(seen))
+    widths = [max(len(str(x[i])) for x in [head] + rows) for i in range(len(head))]
+    left = 2  # scenario and helper are left-aligned, numbers right-aligned
+    fmt = lambda row: "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w)
+                                for i, (c, w) in enumerate(zip(row, widths)))
+    print(fmt(head))
+    print("  ".join("-" * w for w in widths))
+    last = None
+    for row in rows:
+        if last is not None and row[0] != last:
+            print()
+        last = row[0]
+        print(fmt(row))
+    print()
+    print("* ping rows: microseconds per round trip and CPU microseconds per round trip.")
+    print("MiB/s: bytes delivered (both directions for 'both') / time to the last byte;"
+          " CPU: user+sys of the helper process alone (wait4 rusage).")
+    print("x nc, x splice: the row's first figure / nc's (the splice reference's) in the same"
+          " scenario; for MiB/s higher is better, for ping rows lower is better.")
+    print("other CPU: share of all CPUs used by other processes during the run (machine noise).")
+    print(f"spread: (max - min) / median of the rounds' first figure; '!' = above {max_spread:g}%"
+          " even after extra rounds.  n: rounds.  Figures are medians over the n rounds.")
+    allruns = [r for runs in cells.values() for r in runs]
+    bad = sum(r["data"] != "ok" for r in allruns)
+    print(f"verified: {len(allruns) - bad} of {len(allruns)} runs delivered every byte intact"
+          " (count + sampled content); 'yes' also needs exit status 0, and an exit on the"
+          " socket's EOF while stdin stays open ('hung' otherwise), in every round.")
+    if notes:
+        print("why not 'yes':")
+        print("\n".join(notes))
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[1] not in ("--noisy", "--table"):
+        sys.exit(__doc__)
+    max_spread = float(sys.argv[2])
+    cells = load(sys.argv[3])
+    if sys.argv[1] == "--noisy":
+        for (scenario, helper), runs in cells.items():
+            sp = spread(runs)
+            if len(runs) > 1 and sp > max_spread:
+                print(f"{scenario} {helper} {sp:.0f}%")
+    else:
+        table(cells, max_spread)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# bench/run.sh: ferry against the other stdio <-> socket helpers, interleaved
+# in one run, every transfer verified.  Only reports; asserts nothing.
+# See bench/README.md for what each column means.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+
+usage () {
+    cat <<'EOF'
+usage: bench/run.sh [OPTIONS]
+  --quick             smoke mode: 4 MiB, 1 round, short ping-pongs, no extra rounds
+  --bytes SIZE        payload per direction (K, M, G suffixes; default 1G)
+  --rounds N          interleaved rounds (default 3)
+  --ping-count N      64-byte round trips over UNIX (default 10000)
+  --split-count N     split-message round trips over TCP (default 100)
+  --helpers LIST      comma-separated subset of:
+                      ferry,ferry-copy,nc,socat,socat-1m,virt-ssh-helper,splice-ref
+  --scenarios LIST    comma-separated subset of: up-unix,down-unix,both-unix,
+                      up-tcp,down-tcp,both-tcp,ping-unix,split-tcp
+  --ferry PATH        measure this ferry binary (default: build one with meson)
+  --build-dir DIR     where ferry and the bench tools are built (default bench/.build)
+  --max-spread PCT    a cell whose rounds spread more than PCT% gets extra rounds (default 20)
+  --extra-rounds N    at most N extra rounds for noisy cells (default 2)
+  --timeout SECS      kill a helper that takes longer than SECS in one run (default 120)
+  --raw FILE          keep the raw per-run records in FILE
+EOF
+}
+
+bytes=1G rounds=3 ping_count=10000 split_count=100 max_spread=20 extra_rounds=2
+timeout=120 ferry= build_dir=$here/.build raw_keep= quick=
+helpers=ferry,ferry-copy,nc,socat,socat-1m,virt-ssh-helper,splice-ref
+scenarios=up-unix,down-unix,both-unix,up-tcp,down-tcp,both-tcp,ping-unix,split-tcp
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) quick=1 bytes=4M rounds=1 ping_count=200 split_count=10 extra_rounds=0 timeout=20
+             shift; continue ;;
+    -h|--help) usage; exit 0 ;;
+    esac
+    [ $# -ge 2 ] || { usage >&2; exit 2; }
+    case $1 in
+    --bytes) bytes=$2 ;;
+    --rounds) rounds=$2 ;;
+    --ping-count) ping_count=$2 ;;
+    --split-count) split_count=$2 ;;
+    --helpers) helpers=$2 ;;
+    --scenarios) scenarios=$2 ;;
+    --ferry) ferry=$2 ;;
+    --build-dir) build_dir=$2 ;;
+    --max-spread) max_spread=$2 ;;
+    --extra-rounds) extra_rounds=$2 ;;
+    --timeout) timeout=$2 ;;
+    --raw) raw_keep=$2 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+    shift 2
+done
+
+case $bytes in
+*[Kk]) bytes=$(( ${bytes%?} * 1024 )) ;;
+*[Mm]) bytes=$(( ${bytes%?} * 1024 * 1024 )) ;;
+*[Gg]) bytes=$(( ${bytes%?} * 1024 * 1024 * 1024 )) ;;
+esac
+for n in "$bytes" "$rounds" "$ping_count" "$split_count" "$max_spread" "$extra_rounds" "$timeout"; do
+    [[ $n =~ ^[0-9]+$ ]] || { echo "bench: not a number: '$n'" >&2; exit 2; }
+done
+
+# --- build ------------------------------------------------------------------
+mkdir -p "$build_dir"
+build_dir=$(cd "$build_dir" && pwd)
+for tool in drive splice-ref; do
+    if [ ! -x "$build_dir/$tool" ] || [ "$here/$tool.c" -nt "$build_dir/$tool" ]; then
+        cc -O2 -Wall -Wextra -Werror -pthread -o "$build_dir/$tool" "$here/$tool.c"
+    fi
+done
+if [ -z "$ferry" ]; then
+    if [ ! -f "$build_dir/ferry/build.ninja" ]; then
+        meson setup "$build_dir/ferry" "$top" >/dev/null
+    fi
+    ninja -C "$build_dir/ferry" >/dev/null
+    ferry=$build_dir/ferry/src/ferry
+fi
+[ -x "$ferry" ] || { echo "bench: no ferry binary at $ferry" >&2; exit 2; }
+
+# --- helpers ----------------------------------------------------------------
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ferry-bench.XXXXXX")
+raw=$tmp/raw.tsv
+: > "$raw"
+
+# virt-ssh-helper URI DRIVER:///system connects to
+# /var/run/libvirt/virtDRIVERd-sock when that exists (libvirt's "direct"
+# mode), so a private driver name plus a symlink lets it reach our socket.
+vsh_driver=ferrybench$$
+vsh_link=/run/libvirt/virt${vsh_driver}d-sock
+made_run_libvirt=
+cleanup () {
+    rm -f "$vsh_link" 2>/dev/null || true
+    [ -n "$made_run_libvirt" ] && rmdir /run/libvirt 2>/dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+skipped=()
+available () {  # NAME -> 0 if the helper can run here
+    case $1 in
+    ferry|splice-ref) return 0 ;;
+    ferry-copy)
+        "$ferry" --help 2>&1 | grep -q -- --no-splice && return 0
+        skipped+=("ferry --no-splice: this ferry has no --no-splice option"); return 1 ;;
+    nc)
+        command -v nc >/dev/null && nc -h 2>&1 | grep -q OpenBSD && return 0
+        skipped+=("nc -N: OpenBSD nc (netcat-openbsd) is not installed"); return 1 ;;
+    socat|socat-1m)
+        command -v socat >/dev/null && return 0
+        skipped+=("$1: socat is not installed"); return 1 ;;
+    virt-ssh-helper)
+        if ! command -v virt-ssh-helper >/dev/null; then
+            skipped+=("virt-ssh-helper: not installed (libvirt-daemon)"); return 1
+        fi
+        if [ ! -d /run/libvirt ]; then
+            mkdir /run/libvirt 2>/dev/null && made_run_libvirt=1
+        fi
+        ln -s "$tmp/vsh.sock" "$vsh_link" 2>/dev/null && return 0
+        skipped+=("virt-ssh-helper: cannot create $vsh_link (needs root)"); return 1 ;;
+    *)
+        echo "bench: unknown helper '$1'" >&2; exit 2 ;;
+    esac
+}
+
+label () {
+    case $1 in
+    ferry) echo "ferry" ;;
+    ferry-copy) echo "ferry --no-splice" ;;
+    nc) echo "nc -N" ;;
+    socat) echo "socat" ;;
+    socat-1m) echo "socat -b 1048576" ;;
+    virt-ssh-helper) echo "virt-ssh-helper" ;;
+    splice-ref) echo "splice reference" ;;
+    esac
+}
+
+# The helper's command line for a transport; {PATH} and {PORT} are filled
+# in by drive.  Fails for a combination that does not exist.
+command_for () {  # HELPER unix|tcp
+    local unix=$([ "$2" = unix ] && echo 1 || true)
+    case $1 in
+    ferry) [ -n "$unix" ] && echo "$ferry unix:{PATH}" || echo "$ferry tcp:127.0.0.1:{PORT}" ;;
+    ferry-copy) [ -n "$unix" ] && echo "$ferry --no-splice unix:{PATH}" ||
+                echo "$ferry --no-splice tcp:127.0.0.1:{PORT}" ;;
+    nc) [ -n "$unix" ] && echo "nc -N -U {PATH}" || echo "nc -N 127.0.0.1 {PORT}" ;;
+    socat) [ -n "$unix" ] && echo "socat - UNIX-CONNECT:{PATH}" || echo "socat - TCP:127.0.0.1:{PORT}" ;;
+    socat-1m) [ -n "$unix" ] && echo "socat -b 1048576 - UNIX-CONNECT:{PATH}" ||
+              echo "socat -b 1048576 - TCP:127.0.0.1:{PORT}" ;;
+    virt-ssh-helper) [ -n "$unix" ] && echo "virt-ssh-helper $vsh_driver:///system" ;;
+    splice-ref) [ -n "$unix" ] && echo "$build_dir/splice-ref unix:{PATH}" ||
+                echo "$build_dir/splice-ref tcp:127.0.0.1:{PORT}" ;;
+    esac
+}
+
+run_list=()
+IFS=, read -ra want_helpers <<< "$helpers"
+for h in "${want_helpers[@]}"; do
+    available "$h" && run_list+=("$h")
+done
+IFS=, read -ra scenario_list <<< "$scenarios"
+
+# One measured run of HELPER in SCENARIO, appended to $raw.
+run_one () {  # ROUND SCENARIO HELPER
+    local round=$1 scenario=$2 helper=$3 kind=${2%-*} transport=${2#*-}
+    local cmd listen=tcp out err
+    cmd=$(command_for "$helper" "$transport") || return 0
+    [ -n "$cmd" ] || return 0
+    if [ "$transport" = unix ]; then
+        listen=unix:$tmp/s.sock
+        [ "$helper" = virt-ssh-helper ] && listen=unix:$tmp/vsh.sock
+    fi
+    local args=(--scenario "$kind" --listen "$listen" --bytes "$bytes" --timeout "$timeout")
+    case $kind in
+    ping) args+=(--count "$ping_count") ;;
+    split) args+=(--count "$split_count") ;;
+    esac
+    # shellcheck disable=SC2086  # cmd is a command line of plain words
+    if ! out=$("$build_dir/drive" "${args[@]}" -- $cmd 2> "$tmp/stderr"); then
+        echo "bench: drive failed for $scenario / $helper:" >&2
+        cat "$tmp/stderr" >&2
+        exit 1
+    fi
+    err=$(head -n1 "$tmp/stderr" | tr '\t' ' ')
+    printf 'round=%s\tscenario=%s\thelper=%s\tlabel=%s\t%s\tstderr=%s\n' \
+        "$round" "$scenario" "$helper" "$(label "$helper")" "$out" "$err" >> "$raw"
+}
+
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
+echo "ferry bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs (${cpu_model:-unknown CPU})"
+echo "ferry: $ferry ($("$ferry" --version 2>/dev/null || echo '?'), git $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'))"
+echo "payload: $bytes bytes per direction; $rounds interleaved rounds; ping-pong $ping_count round trips (UNIX), split ping-pong $split_count (TCP)${quick:+; QUICK smoke mode, figures are meaningless}"
+echo "helpers, in run order: $(for h in "${run_list[@]}"; do label "$h"; done | paste -sd';' | sed 's/;/; /g')"
+for s in "${skipped[@]}"; do echo "not run: $s"; done
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$(date +%s)
+
+for ((r = 1; r <= rounds; r++)); do
+    for s in "${scenario_list[@]}"; do
+        printf '[round %d/%d] %s:' "$r" "$rounds" "$s" >&2
+        for h in "${run_list[@]}"; do
+            printf ' %s' "$h" >&2
+            run_one "$r" "$s" "$h"
+        done
+        echo >&2
+    done
+done
+
+# Noisy cells (rounds spread more than --max-spread) get extra rounds, only
+# those cells, still interleaved.
+for ((x = 1; x <= extra_rounds; x++)); do
+    noisy=$(python3 "$here/report.py" --noisy "$max_spread" "$raw")
+    [ -n "$noisy" ] || break
+    echo "extra round $x, spread above $max_spread%: $(echo "$noisy" | awk '{printf "%s%s/%s (%s)", (NR > 1 ? ", " : ""), $1, $2, $3}')"
+    r=$((rounds + x))
+    while read -r s h _; do
+        printf '[extra round %d] %s: %s\n' "$x" "$s" "$h" >&2
+        run_one "$r" "$s" "$h"
+    done <<< "$noisy"
+done
+
+echo "load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg); bench took $(( $(date +%s) - started )) s"
+echo
+python3 "$here/report.py" --table "$max_spread" "$raw"
+[ -n "$raw_keep" ] && cp "$raw" "$raw_keep"
+exit 0

@@ -1,0 +1,70 @@
+/* ferry: a relay direction's fixed buffer, behind an ops table.
+ *
+ * Two kinds: a ring in memory that endpoints readv/writev (ring.c), and a
+ * pipe that endpoints' fds splice into and out of (pipe-buffer.c).  The
+ * pump never asks which it holds: it fills, drains and looks at the counts
+ * here, so backpressure and end-of-stream rules are the same for both. */
+#ifndef FERRY_BUFFER_H
+#define FERRY_BUFFER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "endpoint.h"
+
+struct buffer;
+
+struct buffer_ops {
+  /* Read once from @src into the free space: bytes read, 0 at end of
+   * stream, or -1 with errno set (EAGAIN when nothing was ready). */
+  ssize_t (*fill) (struct buffer *b, struct endpoint *src);
+  /* Write once to @dst, offering every buffered byte (so a short write
+   * means @dst is full): bytes written, or -1 with errno set. */
+  ssize_t (*drain) (struct buffer *b, struct endpoint *dst);
+  /* Release the storage and the buffer itself. */
+  void (*free) (struct buffer *b);
+};
+
+struct buffer {
+  const struct buffer_ops *ops;
+  size_t size;                /* capacity in bytes, fixed for the buffer's life */
+  size_t len;                 /* bytes buffered: filled minus drained */
+  bool blocked;               /* the storage took no more although len < size
+                                 (a pipe's slots are full); cleared by a drain */
+};
+
+static inline bool buffer_is_empty (const struct buffer *b) { return b->len == 0; }
+static inline bool buffer_is_full (const struct buffer *b) { return b->len == b->size || b->blocked; }
+
+/* Account for @n bytes filled / drained; used by the kinds' fill and drain. */
+static inline void
+buffer_produced (struct buffer *b, size_t n)
+{
+  b->len += n;
+}
+
+static inline void
+buffer_consumed (struct buffer *b, size_t n)
+{
+  b->len -= n;
+  b->blocked = false;
+}
+
+/* Forget the buffered bytes, after a failure that loses them: the pump
+ * never fills or drains this buffer again. */
+static inline void
+buffer_discard (struct buffer *b)
+{
+  b->len = 0;
+  b->blocked = false;
+}
+
+static inline void
+buffer_free (struct buffer *b)
+{
+  if (b)
+    b->ops->free (b);
+}
+
+#endif

@@ -1,0 +1,183 @@
+/* ferry: the "nc" personality, netcat-openbsd's command line for the
+ * options tunnels use.  Differences from netcat-openbsd, all on purpose:
+ *
+ *  - stdin EOF always half-closes the socket (-N is accepted and is the
+ *    default): a tunnel must end when its client goes away, and libvirt
+ *    runs "nc -q0" or plain "nc" expecting exactly that.
+ *  - -q SECS bounds how long the reply may keep coming after stdin EOF, but
+ *    bytes already read are delivered, even with -q0; without -q the reply
+ *    is relayed until the socket's EOF.
+ *  - -v prints ferry's per-direction statistics at exit; with -z it prints
+ *    netcat's "Connection to HOST PORT port [tcp/NAME] succeeded!".
+ *  - Errors are always one line on stderr; the exit code is 0 or 1. */
+#include <config.h>
+
+#include "compat.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "message.h"
+#include "options.h"
+
+static const char usage_text[] =
+  "usage: nc [-46dhklNUvz] [-q seconds] [-w timeout] [destination] [port]\n"
+  "       nc -U [-dhklNvz] [-q seconds] [-w timeout] path\n";
+
+static int
+usage (void)
+{
+  fputs (usage_text, stderr);
+  return 1;
+}
+
+/* netcat's strtonum() checks, with its messages ("quit timer invalid: x"). */
+static bool
+parse_int (const char *what, const char *text, int min, int *out)
+{
+  char *end;
+  long n;
+
+  errno = 0;
+  n = strtol (text, &end, 10);
+  if (end == text || *end != '\0' || errno == ERANGE || n < min || n > INT_MAX) {
+    ferry_error ("%s %s: %s", what,
+                 end == text || *end != '\0' ? "invalid" : n < min ? "too small" : "too large",
+                 text);
+    return false;
+  }
+  *out = (int) n;
+  return true;
+}
+
+/* HOST PORT as a ferry address; IPv6 literals need brackets there. */
+static char *
+tcp_address (const char *host, const char *port)
+{
+  return strchr (host, ':') ? g_strdup_printf ("tcp:[%s]:%s", host, port)
+                            : g_strdup_printf ("tcp:%s:%s", host, port);
+}
+
+/* -z: connect and close at once. */
+static int
+scan (const struct ferry_options *options, const char *host, const char *port,
+      bool verbose)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FerryAddress) address = address_parse (options->address, &error);
+  g_autoptr (FerryEndpoint) ep = NULL;
+
+  if (address)
+    ep = connect_address (address, &options->connect, &error);
+  if (ep == NULL) {
+    ferry_error ("%s", error->message);
+    return 1;
+  }
+  if (verbose && host) {
+    struct servent *sv = getservbyport (htons (atoi (port)), "tcp");
+    fprintf (stderr, "Connection to %s %s port [tcp/%s] succeeded!\n",
+             host, port, sv ? sv->s_name : "*");
+  }
+  return 0;
+}
+
+int
+compat_nc_main (int argc, char **argv)
+{
+  struct ferry_options options;
+  bool unix_socket = false, no_stdin = false, zero_io = false, verbose = false;
+  g_autofree char *address = NULL;
+  const char *host = NULL, *port = NULL;
+  int c, seconds;
+
+  g_set_prgname ("nc");
+  ferry_options_init (&options);
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt (argc, argv, ":46dhklNq:Uvw:z")) != -1) {
+    switch (c) {
+    case '4': options.connect.family = AF_INET; break;
+    case '6': options.connect.family = AF_INET6; break;
+    case 'd': no_stdin = true; break;
+    case 'k': options.keep_listening = true; break;
+    case 'l': options.listen = true; break;
+    case 'N': break;          /* the default, see above */
+    case 'U': unix_socket = true; break;
+    case 'v': verbose = true; break;
+    case 'z': zero_io = true; break;
+    case 'q':
+      if (!parse_int ("quit timer", optarg, INT_MIN, &seconds))
+        return 1;
+      options.relay.bound_eof_wait = seconds >= 0;
+      options.relay.eof_wait = seconds >= 0 ? (unsigned) seconds : 0;
+      break;
+    case 'w':
+      if (!parse_int ("timeout", optarg, 0, &seconds))
+        return 1;
+      options.connect.timeout = options.relay.idle_timeout = (unsigned) seconds;
+      break;
+    case 'h':
+      fputs ("ferry " PACKAGE_VERSION " as nc (the netcat-openbsd options tunnels use)\n",
+             stderr);
+      return usage ();
+    case ':':
+      ferry_error ("option requires an argument -- '%c'", optopt);
+      return usage ();
+    default:
+      ferry_error ("invalid option -- '%c'", optopt);
+      return usage ();
+    }
+  }
+  argc -= optind;
+  argv += optind;
+
+  if (options.keep_listening && !options.listen) {
+    ferry_error ("must use -l with -k");
+    return 1;
+  }
+  if (unix_socket) {
+    if (argc != 1)
+      return argc == 2 ? (ferry_error ("cannot use port with -U"), 1) : usage ();
+    address = g_strconcat ("unix:", argv[0], NULL);
+  } else {
+    if (argc == 2) {
+      host = argv[0];
+      port = argv[1];
+    } else if (argc == 1 && options.listen) {
+      host = options.connect.family == AF_INET6 ? "::" : "0.0.0.0";
+      port = argv[0];
+    } else {
+      return usage ();
+    }
+    address = tcp_address (host, port);
+  }
+  options.address = address;
+  options.relay.verbose = verbose && !zero_io;
+
+  if (zero_io && !options.listen)
+    return scan (&options, unix_socket ? NULL : host, port, verbose);
+
+  if (no_stdin) {
+    /* Nothing is read, so nothing ends: the socket is not half-closed. */
+    int devnull = open ("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull < 0 || dup2 (devnull, STDIN_FILENO) < 0) {
+      ferry_error ("cannot open /dev/null: %s", g_strerror (errno));
+      return 1;
+    }
+    if (devnull != STDIN_FILENO)
+      close (devnull);
+    options.relay.half_close = false;
+    options.relay.bound_eof_wait = false;
+  }
+  return compat_exit_code (ferry_run (&options));
+}

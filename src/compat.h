@@ -1,0 +1,21 @@
+/* ferry: personalities that take another program's command line.
+ *
+ * main() picks one by the name ferry was run as (a link named "nc" or
+ * "virt-ssh-helper"), or by "ferry --compat=NAME ARGS...".  Each maps its
+ * command line to struct ferry_options and calls ferry_run(); messages
+ * start with "NAME: ", and the exit code is only 0 or 1, as the original's. */
+#ifndef FERRY_COMPAT_H
+#define FERRY_COMPAT_H
+
+/* @argv[0] is the personality's name, the rest its arguments. */
+int compat_nc_main (int argc, char **argv);
+int compat_virt_ssh_helper_main (int argc, char **argv);
+
+/* What a personality returns for ferry's exit code @code: 0 or 1. */
+static inline int
+compat_exit_code (int code)
+{
+  return code == 0 ? 0 : 1;
+}
+
+#endif

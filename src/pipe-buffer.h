@@ -1,0 +1,22 @@
+/* ferry: the zero-copy buffer, a pipe that endpoints splice(2) through.
+ *
+ * A direction whose source and destination both offer a splice fd moves
+ * bytes source -> pipe -> destination without copying them to user space.
+ * Every splice is SPLICE_F_NONBLOCK and runs only after poll said the
+ * endpoint is ready: a blocking splice from a socket into a pipe holds the
+ * pipe's lock while it waits, and a request/reply exchange deadlocks. */
+#ifndef FERRY_PIPE_BUFFER_H
+#define FERRY_PIPE_BUFFER_H
+
+#include "buffer.h"
+
+/* A pipe sized to @size bytes (capped at /proc/sys/fs/pipe-max-size), or
+ * NULL with errno set when no pipe can be made. */
+struct buffer *pipe_buffer_new (size_t size);
+
+/* Grow the pipe @fd to hold @size bytes, capped at pipe-max-size; never
+ * shrinks it.  Returns the pipe's capacity, or -1 with errno set when @fd
+ * is not a pipe. */
+long pipe_grow (int fd, size_t size);
+
+#endif
