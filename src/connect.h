@@ -32,4 +32,15 @@ struct endpoint *connect_address (const struct address *address,
                                   const struct connect_options *options,
                                   GError **error);
 
+/* A target connected to again and again (listen-and-forward).  For an
+ * ssh:// target, dialer_new authenticates one session, and every
+ * dialer_connect opens a channel on it (a new session if it died). */
+struct dialer;
+/* @address and @options must outlive the dialer.  Errors as connect_address,
+ * or ssh's host key and authentication codes. */
+struct dialer *dialer_new (const struct address *address,
+                           const struct connect_options *options, GError **error);
+struct endpoint *dialer_connect (struct dialer *dialer, GError **error);
+void dialer_free (struct dialer *dialer);
+
 #endif
