@@ -38,13 +38,17 @@ bg_stdin () {  # FILE CMD...
     "$@" < "$file" & track $!
 }
 
-wait_for_socket () {  # PATH: until something listens on it (the file
-    # appears at bind(), a moment before listen()).  ss shows the path the
-    # listener bound, which may be PATH's canonical form (/var/run -> /run).
-    local real
+wait_for_socket () {  # PATH [PID]: until something (PID, if given) listens
+    # on it.  The file appears at bind(), a moment before listen().  ss shows
+    # the path the listener bound, which may be PATH's canonical form
+    # (/var/run -> /run); and it lists sockets of every mount namespace, so
+    # a test whose path is shared with others in their own namespaces (the
+    # libvirtd sockets) must name its listener's PID.
+    local real owner=${2:+pid=$2,}
     real=$(realpath -m -- "$1")
     for _ in $(seq 200); do
-        ss -Hlx 2>/dev/null | awk '{ print $5 }' | grep -qxF -e "$1" -e "$real" && return 0
+        ss -Hlxp 2>/dev/null | awk -v owner="$owner" 'index($0, owner) { print $5 }' |
+            grep -qxF -e "$1" -e "$real" && return 0
         sleep 0.05
     done
     fail "nothing listens on socket $1"
