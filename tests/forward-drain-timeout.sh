@@ -7,9 +7,10 @@ need socat ss
 
 export T
 make_data data $((512 * 1024))
-# PEER SEND: send, then read nothing for a while, then discard.
+# PEER SEND: send, then read nothing for a while (well past the 1 s drain
+# timeout, even on a loaded machine), then discard.
 cat > "$T/peer.sh" <<'SH'
-cat "$1"; touch "$2.sent"; sleep 3; cat > /dev/null
+cat "$1"; touch "$2.sent"; sleep 8; cat > /dev/null
 SH
 bg socat "UNIX-LISTEN:$T/B.sock,fork" SYSTEM:'exec bash "$T/peer.sh" "$T/data" "$T/server"',nofork
 wait_for_socket "$T/B.sock"
