@@ -32,8 +32,8 @@ log_outputs = "2:stderr"
 CFG
     bg /usr/sbin/libvirtd -f "$T/libvirtd.conf" 2> "$T/libvirtd.log"
     LIBVIRTD_PID=$LAST_PID
-    wait_for_socket /var/run/libvirt/libvirt-sock
-    wait_for_socket /var/run/libvirt/libvirt-sock-ro
+    wait_for_socket /var/run/libvirt/libvirt-sock "$LAST_PID"
+    wait_for_socket /var/run/libvirt/libvirt-sock-ro "$LAST_PID"
 }
 
 start_dir_pool () {  # NAME SIZE

@@ -31,13 +31,24 @@ bg () { "$@" & track $!; }
 # open them itself and block).
 track () { LAST_PID=$1; PIDS="$PIDS $1"; }
 
-# Wait until something listens on the UNIX socket PATH.  The file alone is
-# not enough: it appears at bind(), and connecting before listen() is refused.
-wait_for_socket () {  # PATH
-    for _ in $(seq 100); do
-        # ss names the socket by the path its server bound, maybe via a link.
-        [ -S "$1" ] && ss -Hlx | awk '{ print $5 }' |
-            grep -qxF -e "$1" -e "$(realpath "$1")" && return 0
+# Like bg, with stdin from FILE (a plain `bg CMD < FILE` gets /dev/null:
+# bash gives background commands an empty stdin unless they redirect it).
+bg_stdin () {  # FILE CMD...
+    local file=$1; shift
+    "$@" < "$file" & track $!
+}
+
+wait_for_socket () {  # PATH [PID]: until something (PID, if given) listens
+    # on it.  The file appears at bind(), a moment before listen().  ss shows
+    # the path the listener bound, which may be PATH's canonical form
+    # (/var/run -> /run); and it lists sockets of every mount namespace, so
+    # a test whose path is shared with others in their own namespaces (the
+    # libvirtd sockets) must name its listener's PID.
+    local real owner=${2:+pid=$2,}
+    real=$(realpath -m -- "$1")
+    for _ in $(seq 200); do
+        ss -Hlxp 2>/dev/null | awk -v owner="$owner" 'index($0, owner) { print $5 }' |
+            grep -qxF -e "$1" -e "$real" && return 0
         sleep 0.05
     done
     fail "nothing listens on socket $1"
@@ -80,6 +91,38 @@ within () {  # SECS CMD...
     timeout --kill-after=2 "$secs" "$@"
 }
 
+# Sample "FUNC PID" every 50 ms while PID lives, keeping the largest number
+# it printed in FILE.  Start it with bg; it ends by itself with PID.
+track_max () {  # FILE PID FUNC
+    local max=0 v
+    echo 0 > "$1"
+    while kill -0 "$2" 2>/dev/null; do
+        v=$("$3" "$2" 2>/dev/null) || v=0
+        if [ "${v:-0}" -gt "$max" ]; then max=$v; echo "$max" > "$1"; fi
+        sleep 0.05
+    done
+}
+
+# For track_max: resident memory in KiB, and the count of open sockets.
+rss_kib () { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+socket_count () { find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
+
+# Wait until COND (a command) succeeds, polling every 50 ms for SECS.
+wait_until () {  # SECS CMD...
+    local secs=$1; shift
+    for _ in $(seq $((secs * 20))); do "$@" && return 0; sleep 0.05; done
+    fail "timed out after ${secs}s waiting for: $*"
+}
+has_sockets () { [ "$(socket_count "$1")" -eq "$2" ]; }  # PID N, for wait_until
+
+# True when no socket of PID has unread bytes queued (so PID has read
+# everything its peers sent so far).  For wait_until.
+recv_queues_empty () {  # PID
+    ! ss -xHp | awk -v p="pid=$1," 'index($0, p) && $3 != 0 { found = 1 } END { exit !found }'
+}
+
+# Wait until N files match a glob pattern (quoted, e.g. "$T/done.*").
+has_files () { [ "$(compgen -G "$1" | wc -l)" -eq "$2" ]; }  # PATTERN N
 # Re-run the calling test in a private mount namespace, so it may mount
 # tmpfs over system paths (/run, /var/lib, ...) without touching the host.
 # Call it first thing after sourcing lib.sh; inside, FERRY_TEST_MOUNT_NS=1.
@@ -105,30 +148,6 @@ ferry_link () {  # NAME
     mkdir -p "$T/bin"
     ln -sf "$FERRY" "$T/bin/$1"
 }
-
-# Sample "FUNC PID" every 50 ms while PID lives, keeping the largest number
-# it printed in FILE.  Start it with bg; it ends by itself with PID.
-track_max () {  # FILE PID FUNC
-    local max=0 v
-    echo 0 > "$1"
-    while kill -0 "$2" 2>/dev/null; do
-        v=$("$3" "$2" 2>/dev/null) || v=0
-        if [ "${v:-0}" -gt "$max" ]; then max=$v; echo "$max" > "$1"; fi
-        sleep 0.05
-    done
-}
-
-# For track_max: resident memory in KiB, and the count of open sockets.
-rss_kib () { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-socket_count () { find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
-
-# Wait until COND (a command) succeeds, polling every 50 ms for SECS.
-wait_until () {  # SECS CMD...
-    local secs=$1; shift
-    for _ in $(seq $((secs * 20))); do "$@" && return 0; sleep 0.05; done
-    fail "timed out after ${secs}s waiting for: $*"
-}
-has_sockets () { [ "$(socket_count "$1")" -eq "$2" ]; }  # PID N, for wait_until
 
 # Wait up to SECS for the background process PID to exit and return its exit
 # status; fails the test (after killing it) if it is still running.
