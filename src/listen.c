@@ -5,6 +5,7 @@
 #include "listen.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -158,16 +159,25 @@ listener_pause (struct listener *l)
   g_clear_pointer (&l->watch, gsource_release);
 }
 
+static struct listener *
+listener_alloc (const char *name, listener_accept_fn accept_cb, void *data)
+{
+  struct listener *l = g_new0 (struct listener, 1);
+
+  l->fd = -1;
+  l->name = g_strdup (name);
+  l->accept_cb = accept_cb;
+  l->data = data;
+  return l;
+}
+
 struct listener *
 listener_new (const struct address *a, int family, listener_accept_fn accept_cb,
               void *data, GError **error)
 {
-  g_autoptr (FerryListener) l = g_new0 (struct listener, 1);
+  g_autoptr (FerryListener) l = listener_alloc (address_display_name (a),
+                                                accept_cb, data);
 
-  l->fd = -1;
-  l->name = g_strdup (address_display_name (a));
-  l->accept_cb = accept_cb;
-  l->data = data;
   switch (a->kind) {
   case ADDRESS_UNIX:
     l->fd = listen_unix (l, a, error);
@@ -179,6 +189,10 @@ listener_new (const struct address *a, int family, listener_accept_fn accept_cb,
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
                  "cannot listen on '%s': fd: addresses are connected sockets", a->text);
     return NULL;
+  case ADDRESS_SSH:
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
+                 "cannot listen on '%s': an ssh:// address can only be connected to", a->text);
+    return NULL;
   }
   if (l->fd < 0)
     return NULL;
@@ -186,6 +200,38 @@ listener_new (const struct address *a, int family, listener_accept_fn accept_cb,
     set_listen_error (error, l->name, errno);
     return NULL;
   }
+  listener_resume (l);
+  return g_steal_pointer (&l);
+}
+
+struct listener *
+listener_new_from_fd (int fd, const char *name, listener_accept_fn accept_cb,
+                      void *data, GError **error)
+{
+  g_autoptr (FerryListener) l = listener_alloc (name, accept_cb, data);
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  int listening = 0, type = 0, flags;
+  socklen_t optlen = sizeof listening;
+
+  if (getsockopt (fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optlen) < 0) {
+    set_listen_error (error, name, errno);
+    return NULL;
+  }
+  optlen = sizeof type;
+  if (!listening ||
+      getsockopt (fd, SOL_SOCKET, SO_TYPE, &type, &optlen) < 0 || type != SOCK_STREAM) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT,
+                 "cannot listen on '%s': not a listening stream socket", name);
+    return NULL;
+  }
+  l->fd = fd;
+  l->is_tcp = getsockname (fd, (struct sockaddr *) &ss, &len) == 0 &&
+              (ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
+  fcntl (fd, F_SETFD, FD_CLOEXEC);
+  flags = fcntl (fd, F_GETFL);
+  if (flags >= 0)
+    fcntl (fd, F_SETFL, flags | O_NONBLOCK);
   listener_resume (l);
   return g_steal_pointer (&l);
 }

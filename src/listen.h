@@ -18,6 +18,14 @@ struct listener *listener_new (const struct address *address, int family,
                                listener_accept_fn accept_cb, void *data,
                                GError **error);
 
+/* Accept on @fd, a socket already bound and listening (socket activation);
+ * takes ownership of it on success.  @name is used in messages and peer names.
+ * Returns NULL with a FERRY_EXIT_CONNECT error if @fd is not a listening
+ * stream socket. */
+struct listener *listener_new_from_fd (int fd, const char *name,
+                                       listener_accept_fn accept_cb, void *data,
+                                       GError **error);
+
 /* Stop and restart accepting; new connections wait in the kernel backlog. */
 void listener_pause (struct listener *listener);
 void listener_resume (struct listener *listener);

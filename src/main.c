@@ -10,6 +10,7 @@
 #include "error.h"
 #include "message.h"
 #include "options.h"
+#include "virt-uri.h"
 
 static const char description[] =
   "ADDRESS forms:\n"
@@ -17,6 +18,10 @@ static const char description[] =
   "  unix:@NAME, @NAME                      abstract UNIX socket\n"
   "  tcp:HOST:PORT, HOST:PORT, [V6]:PORT    TCP (TCP_NODELAY always on)\n"
   "  fd:N                                   inherited connected socket\n"
+  "  ssh://[USER@]HOST[:PORT]/ABS/PATH      UNIX socket on HOST, over ssh\n"
+  "  ssh://[USER@]HOST[:PORT]?tcp=RHOST:RPORT   TCP port seen from HOST, over ssh\n"
+  "    parameters (&-separated): proxy=auto|direct|exec, keyfile=FILE,\n"
+  "    known_hosts=FILE, known_hosts_verify=normal|auto|ignore\n"
   "  DRIVER:///system, DRIVER:///session    libvirt daemon socket, as libvirt\n"
   "     [?socket=PATH][&mode=auto|legacy|direct]   resolves it (see -r)\n"
   "\n"
@@ -33,11 +38,25 @@ static const char description[] =
   "  ferry exits once both directions are finished.  Bytes that cannot be\n"
   "  delivered are counted in a message, and the exit code says so.\n"
   "\n"
+  "Listen and forward (ferry -l LISTEN TARGET):\n"
+  "  each accepted connection is relayed to its own new connection to TARGET,\n"
+  "  with its own buffers and the rules above.  One connection's failure ends\n"
+  "  that connection alone.  Without -k ferry exits after the first connection\n"
+  "  with its exit code; with -k it keeps accepting.  SIGTERM/SIGINT stops\n"
+  "  accepting and drains the live connections (exit 0 if all delivered\n"
+  "  everything, else 143/130); a second signal exits at once.\n"
+  "\n"
+  "Socket activation (systemd, or nbdcopy/nbdinfo '[ CMD ]'):\n"
+  "  when LISTEN_PID is ferry's pid, 'ferry [OPTIONS] TARGET' accepts on the\n"
+  "  passed fds (3, 4, ...) and forwards as above.\n"
+  "\n"
   "Exit codes:\n"
   "  0 success, 1 any failure (nc and virt-ssh-helper only),\n"
   "  2 usage error, 3 cannot connect or listen,\n"
   "  4 I/O failure during the relay, 5 idle timeout,\n"
-  "  130 SIGINT, 143 SIGTERM.\n";
+  "  7 ssh host key unknown or changed, 8 ssh authentication failed,\n"
+  "  130 SIGINT, 143 SIGTERM.  In ssh exec mode a remote helper's non-zero\n"
+  "  exit status becomes ferry's.\n";
 
 /* --buffer-size, --sndbuf, --rcvbuf: @data is the group's, the options. */
 static gboolean
@@ -66,6 +85,30 @@ parse_size (const char *name, const char *value, gpointer data, GError **error)
   return TRUE;
 }
 
+/* --keepalive alone: SO_KEEPALIVE on TCP; --keepalive=SECS also sends ssh
+ * keepalives every SECS seconds on ssh:// sessions. */
+static gboolean
+parse_keepalive (const char *name, const char *value, gpointer data, GError **error)
+{
+  struct connect_options *connect = &((struct ferry_options *) data)->connect;
+  char *end;
+  guint64 n;
+
+  (void) name;
+  connect->keepalive = true;
+  if (value == NULL)
+    return TRUE;
+  n = g_ascii_strtoull (value, &end, 10);
+  if (end == value || *end != '\0' || n == 0 || n > 86400) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
+                 "invalid --keepalive '%s': expected seconds between keepalives, 1-86400",
+                 value);
+    return FALSE;
+  }
+  connect->keepalive_interval = (unsigned) n;
+  return TRUE;
+}
+
 static const struct personality {
   const char *name;
   int (*main) (int argc, char **argv);
@@ -84,11 +127,12 @@ find_personality (const char *name)
 }
 
 static bool
-parse_seconds (const char *option, int value, unsigned *out, GError **error)
+parse_count (const char *option, int value, const char *unit, unsigned *out,
+             GError **error)
 {
   if (value < 0) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
-                 "invalid %s '%d': expected a number of seconds >= 0", option, value);
+                 "invalid %s '%d': expected a number of %s >= 0", option, value, unit);
     return false;
   }
   *out = (unsigned) value;
@@ -99,9 +143,12 @@ int
 main (int argc, char **argv)
 {
   struct ferry_options options;
-  gboolean listen = FALSE, keep = FALSE, no_shutdown = FALSE, keepalive = FALSE;
+  gboolean listen = FALSE, keep = FALSE, no_shutdown = FALSE, ask_password = FALSE;
   gboolean verbose = FALSE, version = FALSE, no_splice = FALSE, readonly = FALSE;
   int idle_timeout = 0, connect_timeout = 0;
+  int max_connections = 0, exit_idle_time = 0, drain_timeout = -1;
+  bool activated;
+  int rc;
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) context = NULL;
 
@@ -142,8 +189,21 @@ main (int argc, char **argv)
       "End the relay after SECS without traffic (exit 5)", "SECS" },
     { "connect-timeout", 0, 0, G_OPTION_ARG_INT, &connect_timeout,
       "Give up connecting after SECS", "SECS" },
-    { "keepalive", 0, 0, G_OPTION_ARG_NONE, &keepalive,
-      "Set SO_KEEPALIVE on TCP connections", NULL },
+    { "max-connections", 0, 0, G_OPTION_ARG_INT, &max_connections,
+      "With a TARGET, relay at most N connections at once; more wait", "N" },
+    { "exit-idle-time", 0, 0, G_OPTION_ARG_INT, &exit_idle_time,
+      "With a TARGET, exit after SECS without connections", "SECS" },
+    { "drain-timeout", 0, 0, G_OPTION_ARG_INT, &drain_timeout,
+      "With a TARGET, on SIGTERM give live connections SECS to deliver (default 10)",
+      "SECS" },
+    { "keepalive", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, parse_keepalive,
+      "Set SO_KEEPALIVE on TCP connections; with =SECS, also an ssh keepalive "
+      "every SECS (3 unanswered end the session)", "SECS" },
+    { "remote-helper", 0, 0, G_OPTION_ARG_STRING, &options.connect.remote_helper,
+      "ssh:// exec mode: the program run on the server (default ferry)", "PROGRAM" },
+    { "ask-password", 0, 0, G_OPTION_ARG_NONE, &ask_password,
+      "ssh://: also try password and keyboard-interactive authentication, "
+      "prompting on the terminal", NULL },
     { "readonly", 'r', 0, G_OPTION_ARG_NONE, &readonly,
       "With a libvirt URI ADDRESS: the daemon's read-only socket", NULL },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose,
@@ -153,9 +213,10 @@ main (int argc, char **argv)
     { NULL },
   };
 
-  context = g_option_context_new ("ADDRESS - relay stdin/stdout to a socket, losing nothing");
+  context = g_option_context_new ("ADDRESS | -l LISTEN [TARGET] - relay stdin/stdout "
+                                  "(or accepted connections) to a socket, losing nothing");
   g_option_context_set_description (context, description);
-  /* parse_size receives the group's data: the options it sets. */
+  /* Option callbacks receive the group's data: the options they set. */
   GOptionGroup *group = g_option_group_new ("ferry", "ferry options", "ferry options",
                                             &options, NULL);
   g_option_group_add_entries (group, entries);
@@ -169,32 +230,71 @@ main (int argc, char **argv)
     printf ("ferry %s\n", PACKAGE_VERSION);
     return FERRY_EXIT_OK;
   }
+  if (!socket_activation_take (&options.activation, &error)) {
+    ferry_error ("%s", error->message);
+    return FERRY_EXIT_USAGE;
+  }
+  activated = options.activation.n_fds > 0;
   if (argc < 2) {
     ferry_error ("missing ADDRESS (see --help)");
     return FERRY_EXIT_USAGE;
   }
-  if (argc > 2) {
-    ferry_error ("unexpected argument '%s': expected one ADDRESS (see --help)", argv[2]);
+  if (activated && (listen || argc > 2)) {
+    ferry_error ("socket-activated (LISTEN_FDS=%d): expected 'ferry [OPTIONS] TARGET', "
+                 "without -l", options.activation.n_fds);
     return FERRY_EXIT_USAGE;
   }
-  if (!parse_seconds ("--idle-timeout", idle_timeout, &options.relay.idle_timeout, &error) ||
-      !parse_seconds ("--connect-timeout", connect_timeout, &options.connect.timeout, &error)) {
+  if (argc > 3 || (argc > 2 && !listen)) {
+    ferry_error ("unexpected argument '%s': expected ADDRESS, or -l LISTEN [TARGET] "
+                 "(see --help)", argv[listen ? 3 : 2]);
+    return FERRY_EXIT_USAGE;
+  }
+  if (!parse_count ("--idle-timeout", idle_timeout, "seconds",
+                    &options.relay.idle_timeout, &error) ||
+      !parse_count ("--connect-timeout", connect_timeout, "seconds",
+                    &options.connect.timeout, &error) ||
+      !parse_count ("--max-connections", max_connections, "connections",
+                    &options.max_connections, &error) ||
+      !parse_count ("--exit-idle-time", exit_idle_time, "seconds",
+                    &options.exit_idle_time, &error) ||
+      (drain_timeout != -1 &&
+       !parse_count ("--drain-timeout", drain_timeout, "seconds",
+                     &options.drain_timeout, &error))) {
     ferry_error ("%s", error->message);
     return FERRY_EXIT_USAGE;
   }
-  if (keep && !listen) {
+  if (keep && !listen && !activated) {
     ferry_error ("-k/--keep-open needs -l/--listen");
     return FERRY_EXIT_USAGE;
   }
 
-  options.address = argv[1];
-  options.listen = listen;
+  if (activated) {
+    options.listen = true;
+    options.target = argv[1];
+  } else {
+    options.address = argv[1];
+    options.listen = listen;
+    options.target = argc > 2 ? argv[2] : NULL;
+  }
+  /* -r picks a libvirt daemon's socket: the address ferry connects to. */
+  const char *connects_to = options.target ? options.target : options.address;
+  if (readonly && !virt_uri_matches (connects_to)) {
+    ferry_error ("-r/--readonly needs a libvirt URI ADDRESS, not '%s'", connects_to);
+    return FERRY_EXIT_USAGE;
+  }
+  if (options.target == NULL && (max_connections || exit_idle_time || drain_timeout != -1)) {
+    ferry_error ("--max-connections, --exit-idle-time and --drain-timeout need "
+                 "-l LISTEN TARGET (or socket activation)");
+    return FERRY_EXIT_USAGE;
+  }
   options.keep_listening = keep;
   options.relay.half_close = !no_shutdown;
   if (no_splice)
     options.relay.splice = false;
   options.relay.verbose = verbose;
   options.readonly = readonly;
-  options.connect.keepalive = keepalive;
-  return ferry_run (&options);
+  options.connect.ask_password = ask_password;
+  rc = ferry_run (&options);
+  socket_activation_clear (&options.activation);
+  return rc;
 }

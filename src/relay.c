@@ -23,10 +23,13 @@ struct pump {
   struct buffer *buf;         /* ring or pipe: filled from src, drained to dst */
   bool src_done;              /* EOF or read error seen, or reading stopped */
   bool dst_done;              /* everything delivered and dst's write side closed */
-  bool failed;                /* bytes were lost; reported already */
+  bool failed;                /* dst failed: bytes were lost; reported already.
+                                 src is still read (and dropped) while the
+                                 other direction needs its peer to progress */
   bool shutdown_at_end;       /* half-close dst once everything is delivered */
   bool reading;               /* src's read interest, as last set */
   guint64 bytes;              /* delivered to dst */
+  guint64 dropped;            /* read from src after dst failed */
   guint64 paused_full;        /* times the reader stopped on a full buffer */
   guint64 waited_writable;    /* times dst would have blocked */
 };
@@ -70,10 +73,23 @@ pump_fail (struct pump *p, const char *action, const char *what, int err)
                label_prefix (relay), label_sep (relay), action, what,
                g_strerror (err), p->bytes, lost);
   p->failed = true;
-  p->src_done = true;
   buffer_discard (p->buf);
   if (relay->exit_code == FERRY_EXIT_OK)
     relay->exit_code = FERRY_EXIT_IO;
+}
+
+/* After dst failed, read src into scratch space and forget it (see
+ * pump.failed); the buffer, possibly a pipe, is never used again. */
+static ssize_t
+pump_read_dropped (struct pump *p)
+{
+  static char scratch[64 * 1024];
+  struct iovec iov = { .iov_base = scratch, .iov_len = sizeof scratch };
+  ssize_t n = p->src->ops->readv (p->src, &iov, 1);
+
+  if (n > 0)
+    p->dropped += n;
+  return n;
 }
 
 /* Read once into the free space: one read per readiness report. */
@@ -82,10 +98,10 @@ pump_fill (struct pump *p)
 {
   ssize_t n;
 
-  if (p->src_done || buffer_is_full (p->buf))
+  if (p->src_done || (!p->failed && buffer_is_full (p->buf)))
     return;
   do
-    n = p->buf->ops->fill (p->buf, p->src);
+    n = p->failed ? pump_read_dropped (p) : p->buf->ops->fill (p->buf, p->src);
   while (n < 0 && errno == EINTR);
 
   if (n > 0) {
@@ -142,7 +158,7 @@ pump_flush (struct pump *p)
 static bool
 pump_finished (const struct pump *p)
 {
-  return p->dst_done || p->failed;
+  return p->dst_done || (p->failed && p->src_done);
 }
 
 /* Move what the readiness report allows, in one direction. */
@@ -210,6 +226,8 @@ static void
 relay_finish (struct relay *relay)
 {
   relay->finished = true;
+  if (relay->exit_code == FERRY_EXIT_OK && relay->remote->ops->exit_code)
+    relay->exit_code = relay->remote->ops->exit_code (relay->remote);
   relay->local->ops->set_interest (relay->local, false, false);
   relay->remote->ops->set_interest (relay->remote, false, false);
   g_clear_pointer (&relay->idle_timer, gsource_release);
@@ -218,6 +236,12 @@ relay_finish (struct relay *relay)
     double seconds = (g_get_monotonic_time () - relay->started) / 1e6;
     print_pump_stats (relay, &relay->up, seconds);
     print_pump_stats (relay, &relay->down, seconds);
+  }
+  for (struct pump *p = &relay->up; p; p = p == &relay->up ? &relay->down : NULL) {
+    if (p->dropped > 0)
+      ferry_error ("%s%s%" G_GUINT64_FORMAT " more bytes from %s dropped after "
+                   "%s failed", label_prefix (relay), label_sep (relay), p->dropped,
+                   p->src->name, endpoint_write_name (p->dst));
   }
   relay->done_source = g_idle_source_new ();
   g_source_set_callback (relay->done_source, report_done, relay, NULL);
@@ -263,10 +287,17 @@ relay_settle (struct relay *relay)
   }
   /* Remote EOF (or failure): stop reading local, but keep delivering
    * what was already read from it. */
-  if (relay->down.src_done && !relay->up.src_done) {
+  if ((relay->down.src_done || relay->down.failed) && !relay->up.src_done) {
     relay->up.src_done = true;
     pump_flush (&relay->up);
   }
+  /* A failed direction keeps reading (and dropping) only so that its
+   * source, which may be blocked writing, can still take the other
+   * direction's bytes (an echoing peer would otherwise deadlock). */
+  if (relay->up.failed && pump_finished (&relay->down))
+    relay->up.src_done = true;
+  if (relay->down.failed && pump_finished (&relay->up))
+    relay->down.src_done = true;
   if (pump_finished (&relay->up) && pump_finished (&relay->down)) {
     relay_finish (relay);
     return;
@@ -291,6 +322,35 @@ on_endpoint_ready (void *data, struct endpoint *ep, bool readable, bool writable
   relay_settle (relay);
 }
 
+size_t
+relay_abandon (struct relay *relay, const char *why, int exit_code)
+{
+  size_t lost = relay->up.buf->len + relay->down.buf->len;
+
+  if (relay->finished)
+    return 0;
+  ferry_error ("%s%s%s (%zu bytes buffered for %s, %zu for %s not delivered)",
+               label_prefix (relay), label_sep (relay), why,
+               relay->up.buf->len, endpoint_write_name (relay->up.dst),
+               relay->down.buf->len, endpoint_write_name (relay->down.dst));
+  relay->exit_code = exit_code;
+  relay_finish (relay);
+  return lost;
+}
+
+void
+relay_drain (struct relay *relay)
+{
+  if (relay->finished)
+    return;
+  /* As if both sources had ended: what is buffered is still delivered,
+   * then each destination is half-closed as at end of stream. */
+  relay->up.src_done = relay->down.src_done = true;
+  pump_flush (&relay->up);
+  pump_flush (&relay->down);
+  relay_settle (relay);
+}
+
 static gboolean
 on_idle_check (gpointer data)
 {
@@ -302,13 +362,9 @@ on_idle_check (gpointer data)
     g_source_set_ready_time (relay->idle_timer, deadline);
     return G_SOURCE_CONTINUE;
   }
-  ferry_error ("%s%sno traffic for %u seconds, giving up (%zu bytes buffered "
-               "for %s, %zu for %s not delivered)",
-               label_prefix (relay), label_sep (relay), relay->config.idle_timeout,
-               relay->up.buf->len, endpoint_write_name (relay->up.dst),
-               relay->down.buf->len, endpoint_write_name (relay->down.dst));
-  relay->exit_code = FERRY_EXIT_TIMEOUT;
-  relay_finish (relay);
+  g_autofree char *why = g_strdup_printf ("no traffic for %u seconds, giving up",
+                                          relay->config.idle_timeout);
+  relay_abandon (relay, why, FERRY_EXIT_TIMEOUT);
   return G_SOURCE_CONTINUE;
 }
 

@@ -46,4 +46,14 @@ struct relay *relay_new (struct endpoint *local, struct endpoint *remote,
                          relay_done_fn done, void *data);
 void relay_free (struct relay *relay);
 
+/* Stop reading both sides; deliver what is buffered, then half-close both
+ * destinations as at end of stream.  done follows once that is over (for
+ * SIGTERM: let live relays finish what they hold). */
+void relay_drain (struct relay *relay);
+
+/* Give up now: one line "LABEL: WHY (N bytes buffered for X, M for Y not
+ * delivered)", then done with @exit_code.  Returns the bytes dropped (0 if
+ * the relay had finished already). */
+size_t relay_abandon (struct relay *relay, const char *why, int exit_code);
+
 #endif

@@ -10,6 +10,7 @@
 
 #include "endpoint-fd.h"
 #include "error.h"
+#include "forward.h"
 #include "listen.h"
 #include "message.h"
 
@@ -18,21 +19,34 @@ struct run {
   GMainLoop *loop;
   struct relay *relay;        /* the stdio relay, while one is live */
   struct listener *listener;  /* with --listen */
+  struct forward *forward;    /* with a target: listen-and-forward */
   int exit_code;
 };
 
 static gboolean
-on_signal (gpointer data, int code)
+on_signal (gpointer data, const char *name, int code)
 {
   struct run *run = data;
 
+  /* A forwarder drains its relays first; a second signal ends it at once. */
+  if (run->forward && forward_stop (run->forward, name, code))
+    return G_SOURCE_CONTINUE;
   run->exit_code = code;
   g_main_loop_quit (run->loop);
   return G_SOURCE_CONTINUE;
 }
 
-static gboolean on_sigint (gpointer data) { return on_signal (data, FERRY_EXIT_SIGINT); }
-static gboolean on_sigterm (gpointer data) { return on_signal (data, FERRY_EXIT_SIGTERM); }
+static gboolean on_sigint (gpointer data) { return on_signal (data, "SIGINT", FERRY_EXIT_SIGINT); }
+static gboolean on_sigterm (gpointer data) { return on_signal (data, "SIGTERM", FERRY_EXIT_SIGTERM); }
+
+static void
+on_forward_done (int exit_code, void *data)
+{
+  struct run *run = data;
+
+  run->exit_code = exit_code;
+  g_main_loop_quit (run->loop);
+}
 
 static void
 on_relay_done (struct relay *relay, int exit_code, void *data)
@@ -81,6 +95,7 @@ ferry_options_init (struct ferry_options *options)
        * and for running the test suite through the copying path. */
       .splice = g_strcmp0 (g_getenv ("FERRY_NO_SPLICE"), "1") != 0,
     },
+    .drain_timeout = FERRY_DEFAULT_DRAIN_TIMEOUT,
     .connect = {
       .family = AF_UNSPEC,
     },
@@ -92,14 +107,18 @@ ferry_run (const struct ferry_options *options)
 {
   struct run run = { .options = options };
   g_autoptr (GError) error = NULL;
-  g_autoptr (FerryAddress) address =
-    address_parse_flags (options->address,
-                         options->readonly ? ADDRESS_LIBVIRT_READONLY : 0, &error);
+  /* --readonly names the socket ferry connects to: the target, if any. */
+  unsigned flags = options->readonly ? ADDRESS_LIBVIRT_READONLY : 0;
+  g_autoptr (FerryAddress) address = NULL;
+  g_autoptr (FerryAddress) target = NULL;
   guint sigint_id, sigterm_id;
 
   /* A closed peer must be an EPIPE we can report, not a silent death. */
   signal (SIGPIPE, SIG_IGN);
-  if (address == NULL) {
+  if ((options->address &&
+       !(address = address_parse_flags (options->address, flags, &error))) ||
+      (options->target &&
+       !(target = address_parse_flags (options->target, flags, &error)))) {
     ferry_error ("%s", error->message);
     return error->code;
   }
@@ -108,7 +127,9 @@ ferry_run (const struct ferry_options *options)
   sigint_id = g_unix_signal_add (SIGINT, on_sigint, &run);
   sigterm_id = g_unix_signal_add (SIGTERM, on_sigterm, &run);
 
-  if (options->listen) {
+  if (target) {
+    run.forward = forward_new (options, address, target, on_forward_done, &run, &error);
+  } else if (options->listen) {
     run.listener = listener_new (address, options->connect.family, on_accept,
                                  &run, &error);
   } else {
@@ -125,6 +146,7 @@ ferry_run (const struct ferry_options *options)
 
   relay_free (run.relay);
   listener_free (run.listener);
+  forward_free (run.forward);
   g_source_remove (sigint_id);
   g_source_remove (sigterm_id);
   g_main_loop_unref (run.loop);
