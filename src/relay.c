@@ -161,7 +161,10 @@ pump_finished (const struct pump *p)
   return p->dst_done || (p->failed && p->src_done);
 }
 
-/* Move what the readiness report allows, in one direction. */
+/* Move what the readiness report allows, in one direction: one read of up
+ * to the free space, and writes until the buffer is empty or dst is full.
+ * Bounded by the buffer size, so a busy direction cannot starve the other
+ * or the rest of the main loop. */
 static void
 pump_move (struct pump *p, bool readable, bool writable)
 {
