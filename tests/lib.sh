@@ -136,11 +136,15 @@ reexec_in_mount_ns () {  # ARGS...
     FERRY_TEST_MOUNT_NS=1 exec unshare -m --propagation private bash "$0" "$@"
 }
 
-# A UNIX socket file that exists but refuses connections (bound, never
+# UNIX socket files that exist but refuse connections (bound, never
 # listened on): enough for code that only checks that a socket exists.
-fake_socket () {  # PATH
-    mkdir -p "$(dirname "$1")"
-    python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$1"
+fake_socket () {  # PATH...
+    [ $# -gt 0 ] || return 0
+    python3 -c '
+import os, socket, sys
+for p in sys.argv[1:]:
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    socket.socket(socket.AF_UNIX).bind(p)' "$@"
 }
 
 # Make $T/bin/NAME a link to ferry, so ferry runs under that name.
