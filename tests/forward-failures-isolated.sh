@@ -15,8 +15,8 @@ bg "$FERRY" -l -k "unix:$T/A.sock" "unix:$T/B.sock" 2> "$T/err"
 ferry=$LAST_PID
 wait_for_socket "$T/A.sock"
 
-# Connection 1: busy for a few seconds, in two parts.
-bg bash -c "{ cat '$T/part1'; sleep 3; cat '$T/part2'; } |
+# Connection 1: stays busy, in two parts, until the others are done.
+bg bash -c "{ cat '$T/part1'; until [ -e '$T/go' ]; do sleep 0.1; done; cat '$T/part2'; } |
             socat -t 30 - 'UNIX-CONNECT:$T/A.sock' > '$T/got1'"
 busy=$LAST_PID
 wait_until 10 has_sockets "$ferry" 3
@@ -37,6 +37,7 @@ wait_until 10 has_sockets "$ferry" 5
 kill -KILL "$writer"
 wait_until 10 grep -q "connection 3" "$T/err"
 
+touch "$T/go"
 within 30 tail --pid="$busy" -f /dev/null
 wait "$busy" || fail "busy client failed"
 assert_same_file "$T/whole" "$T/got1" "busy connection, echoed both ways"
