@@ -17,6 +17,7 @@
 struct forward {
   const struct ferry_options *options;
   const struct address *target;
+  struct dialer *dialer;      /* connects to @target (one shared ssh session) */
   GPtrArray *listeners;       /* struct listener; NULL once stopping */
   GPtrArray *relays;          /* the live ones; freed on removal */
   bool accepting;             /* false after the first connection without -k,
@@ -151,7 +152,7 @@ on_accept (int fd, const char *peer, void *data)
     f->accepting = false;
   /* A connection restarts the idle countdown, even one that fails. */
   g_clear_pointer (&f->idle_exit, gsource_release);
-  remote = connect_address (f->target, &f->options->connect, &error);
+  remote = dialer_connect (f->dialer, &error);
   if (remote == NULL) {
     ferry_error ("%s: %s", peer, error->message);
     close (fd);
@@ -159,6 +160,7 @@ on_accept (int fd, const char *peer, void *data)
     return;
   }
   config.label = peer;
+  socket_set_buffers (fd, &f->options->connect);
   g_ptr_array_add (f->relays, relay_new (endpoint_socket_new (fd, "client"), remote,
                                          &config, on_relay_done, f));
   f->peak = MAX (f->peak, f->relays->len);
@@ -227,12 +229,13 @@ forward_new (const struct ferry_options *options, const struct address *listen_a
   f->accepting = true;
   f->relays = g_ptr_array_new_with_free_func ((GDestroyNotify) relay_free);
   f->listeners = g_ptr_array_new_with_free_func ((GDestroyNotify) listener_free);
-  if (listen_at) {
+  f->dialer = dialer_new (target, &options->connect, &err);
+  if (f->dialer && listen_at) {
     l = listener_new (listen_at, options->connect.family, on_accept, f, &err);
     if (l)
       g_ptr_array_add (f->listeners, l);
   }
-  for (int i = 0; listen_at == NULL && i < sa->n_fds && err == NULL; i++) {
+  for (int i = 0; f->dialer && listen_at == NULL && i < sa->n_fds && err == NULL; i++) {
     l = listener_new_from_fd (SOCKET_ACTIVATION_FIRST_FD + i, sa->names[i],
                               on_accept, f, &err);
     if (l)
@@ -256,5 +259,6 @@ forward_free (struct forward *f)
   g_clear_pointer (&f->drain_timer, gsource_release);
   g_clear_pointer (&f->listeners, g_ptr_array_unref);
   g_ptr_array_unref (f->relays);
+  dialer_free (f->dialer);
   g_free (f);
 }

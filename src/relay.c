@@ -226,6 +226,8 @@ static void
 relay_finish (struct relay *relay)
 {
   relay->finished = true;
+  if (relay->exit_code == FERRY_EXIT_OK && relay->remote->ops->exit_code)
+    relay->exit_code = relay->remote->ops->exit_code (relay->remote);
   relay->local->ops->set_interest (relay->local, false, false);
   relay->remote->ops->set_interest (relay->remote, false, false);
   g_clear_pointer (&relay->idle_timer, gsource_release);
