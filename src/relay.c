@@ -325,20 +325,17 @@ on_endpoint_ready (void *data, struct endpoint *ep, bool readable, bool writable
   relay_settle (relay);
 }
 
-size_t
+void
 relay_abandon (struct relay *relay, const char *why, int exit_code)
 {
-  size_t lost = relay->up.buf->len + relay->down.buf->len;
-
   if (relay->finished)
-    return 0;
+    return;
   ferry_error ("%s%s%s (%zu bytes buffered for %s, %zu for %s not delivered)",
                label_prefix (relay), label_sep (relay), why,
                relay->up.buf->len, endpoint_write_name (relay->up.dst),
                relay->down.buf->len, endpoint_write_name (relay->down.dst));
   relay->exit_code = exit_code;
   relay_finish (relay);
-  return lost;
 }
 
 void

@@ -52,8 +52,7 @@ void relay_free (struct relay *relay);
 void relay_drain (struct relay *relay);
 
 /* Give up now: one line "LABEL: WHY (N bytes buffered for X, M for Y not
- * delivered)", then done with @exit_code.  Returns the bytes dropped (0 if
- * the relay had finished already). */
-size_t relay_abandon (struct relay *relay, const char *why, int exit_code);
+ * delivered)", then done with @exit_code.  Nothing if already finished. */
+void relay_abandon (struct relay *relay, const char *why, int exit_code);
 
 #endif
