@@ -195,6 +195,9 @@ nbd_relay_print_stats (struct nbd_relay *nr, bool final)
 {
   g_autoptr (GString) out = g_string_new (NULL);
 
+  /* Nothing to tell about a peer that never spoke NBD. */
+  if (!nbd_framing_greeted (nr->f))
+    return;
   g_string_append_printf (out, "%snbd: stats %s after %.3f s\n", nr->label,
                           final ? "final" : "interval",
                           (g_get_monotonic_time () - nr->started) / 1e6);
