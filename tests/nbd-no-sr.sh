@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# nbdkit --no-sr offers only simple replies: ferry --nbd must tell READ
+# replies (which carry data) from the rest by their cookies.  nbdcopy
+# copies 64 MiB through it, and the bytes match a direct copy.
+. "$(dirname "$0")/lib.sh"
+need nbdkit nbdcopy sha256sum
+
+bg nbdkit -f -U "$T/src.sock" --no-sr pattern size=64M
+wait_for_socket "$T/src.sock"
+nbdcopy "nbd+unix:///?socket=$T/src.sock" "$T/direct.raw"
+within 60 nbdcopy -- [ "$FERRY" --nbd --stats-file "$T/stats" "unix:$T/src.sock" ] "$T/via.raw" ||
+    fail "nbdcopy through ferry --nbd failed"
+assert_same_file "$T/direct.raw" "$T/via.raw" "copy through ferry"
+cat "$T/stats" >&2
+assert_contains "$T/stats" "structured_replies=no" "simple replies only"
+assert_contains "$T/stats" "bytes=67108864" "every byte read counted"
