@@ -242,6 +242,20 @@ on_greeting_timeout (gpointer data)
   return nr->wake (nr->wake_data);
 }
 
+/* A timer every @seconds, or NULL for 0. */
+static GSource *
+start_timer (unsigned seconds, GSourceFunc fn, struct nbd_relay *nr)
+{
+  GSource *timer;
+
+  if (seconds == 0)
+    return NULL;
+  timer = g_timeout_source_new_seconds (seconds);
+  g_source_set_callback (timer, fn, nr, NULL);
+  g_source_attach (timer, NULL);
+  return timer;
+}
+
 struct nbd_relay *
 nbd_relay_new (const struct nbd_config *config, const char *label,
                struct buffer *up, struct buffer *down, GSourceFunc wake, void *wake_data)
@@ -258,16 +272,8 @@ nbd_relay_new (const struct nbd_config *config, const char *label,
   nr->wake_data = wake_data;
   ring_set_inspector (up, inspect, &nr->up, NBD_RING_RESERVE);
   ring_set_inspector (down, inspect, &nr->down, NBD_RING_RESERVE);
-  if (config->stats_interval > 0) {
-    nr->stats_timer = g_timeout_source_new_seconds (config->stats_interval);
-    g_source_set_callback (nr->stats_timer, on_stats_timer, nr, NULL);
-    g_source_attach (nr->stats_timer, NULL);
-  }
-  if (config->greeting_timeout > 0) {
-    nr->greeting_timer = g_timeout_source_new_seconds (config->greeting_timeout);
-    g_source_set_callback (nr->greeting_timer, on_greeting_timeout, nr, NULL);
-    g_source_attach (nr->greeting_timer, NULL);
-  }
+  nr->stats_timer = start_timer (config->stats_interval, on_stats_timer, nr);
+  nr->greeting_timer = start_timer (config->greeting_timeout, on_greeting_timeout, nr);
   return nr;
 }
 
