@@ -268,3 +268,14 @@ reply_server () {  # unix|tcp REPLY [DELAY]
         SYSTEM:"cat > '$T/server-got'; sleep ${3:-0}; cat '$2'"
     wait_for_listener "$1"
 }
+
+# nbdcopy the NBD export on the UNIX socket SOCK to a file directly, and
+# again through "$FERRY" ARGS... in nbdcopy's [ CMD ] form (ferry's address
+# is added last); the copies must match.  Leaves $T/direct.raw, $T/via.raw.
+nbdcopy_through_ferry () {  # SOCK ARGS...
+    local sock=$1; shift
+    nbdcopy "nbd+unix:///?socket=$sock" "$T/direct.raw"
+    within 60 nbdcopy -- [ "$FERRY" "$@" "unix:$sock" ] "$T/via.raw" ||
+        fail "nbdcopy through ferry $* failed"
+    assert_same_file "$T/direct.raw" "$T/via.raw" "copy through ferry $*"
+}
