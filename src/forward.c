@@ -49,6 +49,18 @@ peak_rss (void)
   return g_strndup (p, strcspn (p, "\n"));
 }
 
+/* A one-shot timer (millisecond precision: the seconds variant may fire
+ * up to a second early). */
+static GSource *
+timer_new (unsigned seconds, GSourceFunc callback, struct forward *f)
+{
+  GSource *timer = g_timeout_source_new (MIN (seconds, G_MAXUINT / 1000) * 1000);
+
+  g_source_set_callback (timer, callback, f, NULL);
+  g_source_attach (timer, NULL);
+  return timer;
+}
+
 static void
 forward_finish (struct forward *f, int exit_code)
 {
@@ -97,9 +109,7 @@ forward_update (struct forward *f)
   if (!idle) {
     g_clear_pointer (&f->idle_exit, gsource_release);
   } else if (f->idle_exit == NULL) {
-    f->idle_exit = g_timeout_source_new_seconds (f->options->exit_idle_time);
-    g_source_set_callback (f->idle_exit, on_idle_exit, f, NULL);
-    g_source_attach (f->idle_exit, NULL);
+    f->idle_exit = timer_new (f->options->exit_idle_time, on_idle_exit, f);
   }
 }
 
@@ -150,6 +160,7 @@ on_accept (int fd, const char *peer, void *data)
     return;
   }
   config.label = peer;
+  socket_set_buffers (fd, &f->options->connect);
   g_ptr_array_add (f->relays, relay_new (endpoint_socket_new (fd, "client"), remote,
                                          &config, on_relay_done, f));
   f->peak = MAX (f->peak, f->relays->len);
@@ -188,9 +199,7 @@ forward_stop (struct forward *f, const char *signal_name, int signal_exit_code)
   }
   for (guint i = 0; i < f->relays->len; i++)
     relay_drain (f->relays->pdata[i]);
-  f->drain_timer = g_timeout_source_new_seconds (f->options->drain_timeout);
-  g_source_set_callback (f->drain_timer, on_drain_timeout, f, NULL);
-  g_source_attach (f->drain_timer, NULL);
+  f->drain_timer = timer_new (f->options->drain_timeout, on_drain_timeout, f);
   return true;
 }
 

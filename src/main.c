@@ -10,6 +10,7 @@
 #include "error.h"
 #include "message.h"
 #include "options.h"
+#include "virt-uri.h"
 
 static const char description[] =
   "ADDRESS forms:\n"
@@ -274,6 +275,12 @@ main (int argc, char **argv)
     options.address = argv[1];
     options.listen = listen;
     options.target = argc > 2 ? argv[2] : NULL;
+  }
+  /* -r picks a libvirt daemon's socket: the address ferry connects to. */
+  const char *connects_to = options.target ? options.target : options.address;
+  if (readonly && !virt_uri_matches (connects_to)) {
+    ferry_error ("-r/--readonly needs a libvirt URI ADDRESS, not '%s'", connects_to);
+    return FERRY_EXIT_USAGE;
   }
   if (options.target == NULL && (max_connections || exit_idle_time || drain_timeout != -1)) {
     ferry_error ("--max-connections, --exit-idle-time and --drain-timeout need "

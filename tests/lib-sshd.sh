@@ -5,7 +5,11 @@
 #                          PATH (sshd_config SetEnv), so a test decides
 #                          which helpers ("nc", "virt-ssh-helper") the
 #                          remote side finds; CONFIG-LINEs are added to its
-#                          sshd_config.  Sets SSHD_PORT and SSHD_PID.
+#                          sshd_config.  FERRY_NO_SPLICE, when set, reaches
+#                          the sessions too (sshd resets the environment),
+#                          so a -copy suite run tests the copying path on
+#                          the remote side as well.  Sets SSHD_PORT and
+#                          SSHD_PID.
 #   $SSH_CMD               an ssh client command (a small script) that
 #                          trusts only the generated host key (pinned in a
 #                          known_hosts file), logs in as root with the
@@ -73,7 +77,7 @@ KbdInteractiveAuthentication no
 X11Forwarding no
 PrintMotd no
 PrintLastLog no
-SetEnv PATH=$path
+SetEnv PATH=$path${FERRY_NO_SPLICE:+ FERRY_NO_SPLICE=$FERRY_NO_SPLICE}
 LogLevel ERROR
 CFG
     for line in "$@"; do echo "$line" >> "$cfg"; done

@@ -25,6 +25,9 @@ assert_eq "$T/bin/virt-ssh-helper $T/bin/nc" \
     "helpers in the ssh session's PATH"
 assert_contains <(within 20 "$SSH_CMD" -p "$SSHD_PORT" 127.0.0.1 'virt-ssh-helper -V') \
     "virt-ssh-helper (ferry)" "virt-ssh-helper in the session is ferry"
+assert_eq "${FERRY_NO_SPLICE:-}" \
+    "$(within 20 "$SSH_CMD" -p "$SSHD_PORT" 127.0.0.1 'echo ${FERRY_NO_SPLICE:-}')" \
+    "FERRY_NO_SPLICE in the ssh session"
 
 make_data vol "$size"
 virsh -q -c qemu:///system vol-create-as ferry vol "$size" --format raw >/dev/null

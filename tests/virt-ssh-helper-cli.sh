@@ -51,3 +51,11 @@ bg socat UNIX-LISTEN:"$T/ro.sock" SYSTEM:"echo ro"
 wait_for_socket "$T/ro.sock"
 assert_eq ro "$(within 10 "$H" -r "qemu:///system?socket=$T/ro.sock" </dev/null)" "-r with socket="
 
+
+# Plain ferry: the same URI errors are usage errors (exit 2); -r needs a URI.
+rc=0; "$FERRY" qemu+ssh://host/system 2>"$T/err" || rc=$?
+assert_eq 2 "$rc" "ferry with an ssh URI"
+assert_eq "ferry: unexpected URI transport 'qemu+ssh://host/system'" "$(cat "$T/err")" "ferry with an ssh URI"
+rc=0; "$FERRY" -r "$T/x.sock" 2>"$T/err" || rc=$?
+assert_eq 2 "$rc" "ferry -r with a path"
+assert_eq "ferry: -r/--readonly needs a libvirt URI ADDRESS, not '$T/x.sock'" "$(cat "$T/err")" "ferry -r with a path"
