@@ -150,8 +150,13 @@ connect_tcp (const struct address *a, const struct connect_options *opts,
   }
   /* Small writes (NBD headers, RPC calls) must not wait for an ACK. */
   setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (opts->keepalive)
+  if (opts->keepalive > 0) {
+    int secs = (int) opts->keepalive, count = 3;
     setsockopt (fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt (fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof secs);
+    setsockopt (fd, IPPROTO_TCP, TCP_KEEPINTVL, &secs, sizeof secs);
+    setsockopt (fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  }
   return endpoint_socket_new (fd, a->text);
 }
 

@@ -11,10 +11,10 @@
 
 struct connect_options {
   unsigned timeout;           /* seconds; 0 waits as long as the kernel does */
-  bool keepalive;             /* SO_KEEPALIVE on TCP */
+  unsigned keepalive;         /* seconds: probe an idle peer this often, TCP
+                                 keepalive or ssh keepalive; 3 unanswered end
+                                 the connection.  0: never */
   int family;                 /* AF_UNSPEC, or AF_INET / AF_INET6 to restrict TCP */
-  unsigned keepalive_interval;  /* ssh: seconds between keepalives; 3 unanswered
-                                   end the session.  0: none */
   const char *remote_helper;  /* ssh exec mode: the program run on the server */
   bool ask_password;          /* ssh: also password and keyboard-interactive
                                  authentication, prompting on the terminal */

@@ -95,27 +95,25 @@ parse_size (const char *name, const char *value, gpointer data, GError **error)
   return TRUE;
 }
 
-/* --keepalive alone: SO_KEEPALIVE on TCP; --keepalive=SECS also sends ssh
- * keepalives every SECS seconds on ssh:// sessions. */
+/* --keepalive SECS: TCP keepalive probes after SECS idle, then every SECS;
+ * ssh:// sessions also send an ssh keepalive every SECS.  Either way three
+ * unanswered ones end the connection.  (An optional argument would swallow
+ * the ADDRESS that follows.) */
 static gboolean
 parse_keepalive (const char *name, const char *value, gpointer data, GError **error)
 {
   struct connect_options *connect = &((struct ferry_options *) data)->connect;
   char *end;
-  guint64 n;
+  guint64 n = g_ascii_strtoull (value, &end, 10);
 
   (void) name;
-  connect->keepalive = true;
-  if (value == NULL)
-    return TRUE;
-  n = g_ascii_strtoull (value, &end, 10);
   if (end == value || *end != '\0' || n == 0 || n > 86400) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
                  "invalid --keepalive '%s': expected seconds between keepalives, 1-86400",
                  value);
     return FALSE;
   }
-  connect->keepalive_interval = (unsigned) n;
+  connect->keepalive = (unsigned) n;
   return TRUE;
 }
 
@@ -227,9 +225,9 @@ main (int argc, char **argv)
     { "drain-timeout", 0, 0, G_OPTION_ARG_INT, &drain_timeout,
       "With a TARGET, on SIGTERM give live connections SECS to deliver (default 10)",
       "SECS" },
-    { "keepalive", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, parse_keepalive,
-      "Set SO_KEEPALIVE on TCP connections; with =SECS, also an ssh keepalive "
-      "every SECS (3 unanswered end the session)", "SECS" },
+    { "keepalive", 0, 0, G_OPTION_ARG_CALLBACK, parse_keepalive,
+      "Probe an idle peer every SECS (TCP keepalive; ssh keepalive on ssh://); "
+      "3 unanswered end the connection", "SECS" },
     { "remote-helper", 0, 0, G_OPTION_ARG_STRING, &options.connect.remote_helper,
       "ssh:// exec mode: the program run on the server (default ferry)", "PROGRAM" },
     { "ask-password", 0, 0, G_OPTION_ARG_NONE, &ask_password,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# --keepalive sets SO_KEEPALIVE on ferry's TCP connection (ss shows its
+# --keepalive SECS sets SO_KEEPALIVE on ferry's TCP connection (ss shows its
 # keepalive timer); without it there is none.
 . "$(dirname "$0")/lib.sh"
 need socat ss
@@ -12,7 +12,7 @@ for mode in --keepalive plain; do
     server=$LAST_PID
     wait_for_listener tcp
     opts=()
-    [ "$mode" = --keepalive ] && opts=(--keepalive)
+    [ "$mode" = --keepalive ] && opts=(--keepalive 30)
     "$FERRY" "${opts[@]}" "$FERRY_ADDR" < "$T/in" > /dev/null & track $!
     ferry=$LAST_PID
     wait_until 10 ss_has "$ferry" "dport = :$port"
