@@ -115,6 +115,13 @@ wait_until () {  # SECS CMD...
 }
 has_sockets () { [ "$(socket_count "$1")" -eq "$2" ]; }  # PID N, for wait_until
 
+# For wait_until: PID holds a connected UNIX socket with unread bytes queued
+# (it has stopped reading), or a listener has connections waiting to be
+# accepted on PORT, or on the UNIX socket PATH.
+has_unread_socket () { ss -Hxp state established | grep -F "pid=$1," | awk '$2 > 0 { f = 1 } END { exit !f }'; }
+has_backlog_tcp () { ss -Hltn "sport = :$1" | awk '$2 > 0 { f = 1 } END { exit !f }'; }
+has_backlog_unix () { ss -Hlx | awk -v p="$1" '$5 == p && $3 > 0 { f = 1 } END { exit !f }'; }
+
 # True when no socket of PID has unread bytes queued (so PID has read
 # everything its peers sent so far).  For wait_until.
 recv_queues_empty () {  # PID
