@@ -6,6 +6,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
+args=("$@")
 
 usage () {
     cat <<'EOF'
@@ -70,6 +71,14 @@ for n in "$bytes" "$rounds" "$ping_count" "$split_count" "$max_spread" "$extra_r
 done
 [[ $ping_seconds =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "bench: not a number: '$ping_seconds'" >&2; exit 2; }
 
+# virt-ssh-helper finds its daemon's socket under /run/libvirt.  Run the
+# whole bench in a private mount namespace with a /run of its own, so the
+# host's /run is never touched (and concurrent benches never meet there).
+if [ -z "${FERRY_BENCH_MOUNT_NS:-}" ] && [[ ,$helpers, == *,virt-ssh-helper,* ]] &&
+   command -v unshare >/dev/null && unshare -m --propagation private true 2>/dev/null; then
+    FERRY_BENCH_MOUNT_NS=1 exec unshare -m --propagation private bash "$0" "${args[@]}"
+fi
+
 # --- build ------------------------------------------------------------------
 mkdir -p "$build_dir"
 build_dir=$(cd "$build_dir" && pwd)
@@ -101,13 +110,10 @@ raw=$tmp/raw.tsv
 
 # virt-ssh-helper URI DRIVER:///system connects to
 # /var/run/libvirt/virtDRIVERd-sock when that exists (libvirt's "direct"
-# mode), so a private driver name plus a symlink lets it reach our socket.
-vsh_driver=ferrybench$$
-vsh_link=/run/libvirt/virt${vsh_driver}d-sock
-made_run_libvirt=
+# mode), so a driver name of our own plus a symlink, in our private /run,
+# lets it reach our socket.
+vsh_driver=ferrybench
 cleanup () {
-    rm -f "$vsh_link" 2>/dev/null || true
-    [ -n "$made_run_libvirt" ] && rmdir /run/libvirt 2>/dev/null || true
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -131,11 +137,15 @@ available () {  # NAME -> 0 if the helper can run here
         if ! command -v virt-ssh-helper >/dev/null; then
             skipped+=("virt-ssh-helper: not installed (libvirt-daemon)"); return 1
         fi
-        if [ ! -d /run/libvirt ]; then
-            mkdir /run/libvirt 2>/dev/null && made_run_libvirt=1
+        if [ -z "${FERRY_BENCH_MOUNT_NS:-}" ]; then
+            skipped+=("virt-ssh-helper: needs a private mount namespace (root and unshare)")
+            return 1
         fi
-        ln -s "$tmp/vsh.sock" "$vsh_link" 2>/dev/null && return 0
-        skipped+=("virt-ssh-helper: cannot create $vsh_link (needs root)"); return 1 ;;
+        mount -t tmpfs -o mode=755,size=1m ferry-bench-run /run &&
+            mkdir /run/libvirt &&
+            ln -s "$tmp/vsh.sock" "/run/libvirt/virt${vsh_driver}d-sock" && return 0
+        skipped+=("virt-ssh-helper: cannot set up /run/libvirt in the private mount namespace")
+        return 1 ;;
     *)
         echo "bench: unknown helper '$1'" >&2; exit 2 ;;
     esac
@@ -177,6 +187,12 @@ for h in "${want_helpers[@]}"; do
     available "$h" && run_list+=("$h")
 done
 IFS=, read -ra scenario_list <<< "$scenarios"
+for s in "${scenario_list[@]}"; do
+    case $s in
+    up-unix|down-unix|both-unix|up-tcp|down-tcp|both-tcp|ping-unix|split-tcp) ;;
+    *) echo "bench: unknown scenario '$s'" >&2; exit 2 ;;
+    esac
+done
 
 # One measured run of HELPER in SCENARIO, appended to $raw.
 run_one () {  # ROUND SCENARIO HELPER

@@ -208,10 +208,19 @@ forward_new (const struct ferry_options *options, const struct address *listen_a
              const struct address *target, forward_done_fn done, void *data,
              GError **error)
 {
-  struct forward *f = g_new0 (struct forward, 1);
+  struct forward *f;
   const struct socket_activation *sa = &options->activation;
   g_autoptr (GError) err = NULL;
   struct listener *l;
+
+  /* fd:N is one socket: the first relay closes it, and its number may
+   * then name anything. */
+  if (target->kind == ADDRESS_FD && options->keep_listening) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
+                 "%s as TARGET serves one connection: not with -k", target->text);
+    return NULL;
+  }
+  f = g_new0 (struct forward, 1);
 
   f->options = options;
   f->target = target;

@@ -32,7 +32,9 @@ struct listener {
   char *name;                 /* for messages */
   char *unlink_path;          /* the socket file we created, removed at free */
   bool is_tcp;
-  GSource *watch;             /* NULL while paused */
+  bool wanted;                /* accepting, as last asked (resume / pause) */
+  GSource *watch;             /* while wanted and not backing off */
+  GSource *retry;             /* backing off after running out of fds */
   listener_accept_fn accept_cb;
   void *data;
   guint64 accepted;           /* connections so far, for peer names */
@@ -161,6 +163,8 @@ listen_tcp (struct listener *l, const struct address *a, int family, GError **er
   return fd;
 }
 
+static void listener_back_off (struct listener *l);
+
 static gboolean
 on_acceptable (int fd, GIOCondition cond, gpointer data)
 {
@@ -168,6 +172,14 @@ on_acceptable (int fd, GIOCondition cond, gpointer data)
   int conn = accept4 (fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
   (void) cond;
+  if (conn < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                   errno == ENOMEM)) {
+    /* The connection stays pending: polling again at once would spin. */
+    ferry_error ("cannot accept on '%s': %s; retrying in 1 s", l->name,
+                 g_strerror (errno));
+    listener_back_off (l);
+    return G_SOURCE_CONTINUE;
+  }
   if (conn < 0) {
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
         errno != ECONNABORTED)
@@ -184,20 +196,52 @@ on_acceptable (int fd, GIOCondition cond, gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* Watch the socket exactly while accepting is wanted and not backing off. */
+static void
+listener_apply (struct listener *l)
+{
+  if (!l->wanted || l->retry) {
+    g_clear_pointer (&l->watch, gsource_release);
+  } else if (l->watch == NULL) {
+    l->watch = g_unix_fd_source_new (l->fd, G_IO_IN);
+    g_source_set_callback (l->watch, G_SOURCE_FUNC (on_acceptable), l, NULL);
+    g_source_attach (l->watch, NULL);
+  }
+}
+
+static gboolean
+on_retry (gpointer data)
+{
+  struct listener *l = data;
+
+  g_clear_pointer (&l->retry, gsource_release);
+  listener_apply (l);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+listener_back_off (struct listener *l)
+{
+  if (l->retry == NULL) {
+    l->retry = g_timeout_source_new (1000);
+    g_source_set_callback (l->retry, on_retry, l, NULL);
+    g_source_attach (l->retry, NULL);
+  }
+  listener_apply (l);
+}
+
 void
 listener_resume (struct listener *l)
 {
-  if (l->watch)
-    return;
-  l->watch = g_unix_fd_source_new (l->fd, G_IO_IN);
-  g_source_set_callback (l->watch, G_SOURCE_FUNC (on_acceptable), l, NULL);
-  g_source_attach (l->watch, NULL);
+  l->wanted = true;
+  listener_apply (l);
 }
 
 void
 listener_pause (struct listener *l)
 {
-  g_clear_pointer (&l->watch, gsource_release);
+  l->wanted = false;
+  listener_apply (l);
 }
 
 static struct listener *
@@ -283,6 +327,7 @@ listener_free (struct listener *l)
   if (l == NULL)
     return;
   listener_pause (l);
+  g_clear_pointer (&l->retry, gsource_release);
   if (l->fd >= 0)
     close (l->fd);
   if (l->unlink_path)

@@ -52,10 +52,18 @@ static const char description[] =
   "  when LISTEN_PID is ferry's pid, 'ferry [OPTIONS] TARGET' accepts on the\n"
   "  passed fds (3, 4, ...) and forwards as above.\n"
   "\n"
+  "NBD (--nbd): both directions are parsed as NBD and relayed unchanged; a\n"
+  "  protocol violation (wrong magic, oversize option or payload, unknown or\n"
+  "  reused cookie, ...) ends the relay with one line and exit code 6.\n"
+  "  --nbd-readonly marks the export read-only and answers WRITE, TRIM and\n"
+  "  WRITE_ZEROES itself with EPERM.  Per-command stats (key=value) go to\n"
+  "  stderr (or --stats-file) at the end and every --stats-interval SECS.\n"
+  "\n"
   "Exit codes:\n"
   "  0 success, 1 any failure (nc and virt-ssh-helper only),\n"
   "  2 usage error, 3 cannot connect or listen,\n"
   "  4 I/O failure during the relay, 5 idle timeout,\n"
+  "  6 NBD protocol violation (--nbd),\n"
   "  7 ssh host key unknown or changed, 8 ssh authentication failed,\n"
   "  130 SIGINT, 143 SIGTERM.  In ssh exec mode a remote helper's non-zero\n"
   "  exit status becomes ferry's.\n";
@@ -164,6 +172,9 @@ main (int argc, char **argv)
   struct ferry_options options;
   gboolean listen = FALSE, keep = FALSE, no_shutdown = FALSE, ask_password = FALSE;
   gboolean verbose = FALSE, version = FALSE, no_splice = FALSE, readonly = FALSE;
+  gboolean nbd = FALSE, nbd_readonly = FALSE;
+  int stats_interval = 0, greeting_timeout = FERRY_DEFAULT_NBD_GREETING_TIMEOUT;
+  char *stats_file = NULL;
   int idle_timeout = 0, connect_timeout = 0;
   int max_connections = 0, exit_idle_time = 0, drain_timeout = -1;
   bool activated;
@@ -226,6 +237,17 @@ main (int argc, char **argv)
       "prompting on the terminal", NULL },
     { "readonly", 'r', 0, G_OPTION_ARG_NONE, &readonly,
       "With a libvirt URI ADDRESS: the daemon's read-only socket", NULL },
+    { "nbd", 0, 0, G_OPTION_ARG_NONE, &nbd,
+      "Parse the traffic as NBD: check it, count it (exit 6 on a violation)", NULL },
+    { "nbd-readonly", 0, 0, G_OPTION_ARG_NONE, &nbd_readonly,
+      "Like --nbd, and refuse writes (EPERM); the export shows read-only", NULL },
+    { "stats-interval", 0, 0, G_OPTION_ARG_INT, &stats_interval,
+      "With --nbd, print stats every SECS too, not only at the end", "SECS" },
+    { "stats-file", 0, 0, G_OPTION_ARG_FILENAME, &stats_file,
+      "With --nbd, append stats to FILE instead of stderr", "FILE" },
+    { "nbd-greeting-timeout", 0, 0, G_OPTION_ARG_INT, &greeting_timeout,
+      "With --nbd, give up if the server has not greeted in SECS (default 30; 0: never)",
+      "SECS" },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose,
       "Print statistics for each direction at exit", NULL },
     { "version", 'V', 0, G_OPTION_ARG_NONE, &version,
@@ -277,6 +299,10 @@ main (int argc, char **argv)
                     &options.max_connections, &error) ||
       !parse_count ("--exit-idle-time", exit_idle_time, "seconds",
                     &options.exit_idle_time, &error) ||
+      !parse_count ("--stats-interval", stats_interval, "seconds",
+                    &options.relay.nbd.stats_interval, &error) ||
+      !parse_count ("--nbd-greeting-timeout", greeting_timeout, "seconds",
+                    &options.relay.nbd.greeting_timeout, &error) ||
       (drain_timeout != -1 &&
        !parse_count ("--drain-timeout", drain_timeout, "seconds",
                      &options.drain_timeout, &error))) {
@@ -312,6 +338,13 @@ main (int argc, char **argv)
   if (no_splice)
     options.relay.splice = false;
   options.relay.verbose = verbose;
+  options.relay.nbd.enabled = nbd || nbd_readonly;
+  options.relay.nbd.readonly = nbd_readonly;
+  options.relay.nbd.stats_file = stats_file;
+  if (!options.relay.nbd.enabled && (stats_interval || stats_file)) {
+    ferry_error ("--stats-interval and --stats-file need --nbd");
+    return FERRY_EXIT_USAGE;
+  }
   options.readonly = readonly;
   options.connect.ask_password = ask_password;
   rc = ferry_run (&options);

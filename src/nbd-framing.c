@@ -240,9 +240,13 @@ complete (struct nbd_framing *f, struct inflight *e, bool failed)
 {
   struct nbd_cmd_stats *st = stats_for (f, e->type);
 
+  gint64 now = g_get_monotonic_time ();
+
   st->ops++;
   st->bytes += e->length;
-  st->usec += g_get_monotonic_time () - e->start;
+  st->usec += now - e->start;
+  if (--st->inflight_now == 0)
+    st->busy_usec += now - st->busy_since;
   if (failed || e->failed)
     st->errors++;
   remove_entry (f, e);
@@ -445,8 +449,11 @@ client_request (struct nbd_framing *f, GError **error)
     f->refused_pending++;
     st->refused++;
     c->drop = true;
-  } else if (f->readonly) {
-    c->reinsert = c->want;
+  } else {
+    if (st->inflight_now++ == 0)
+      st->busy_since = e->start;
+    if (f->readonly)
+      c->reinsert = c->want;
   }
   if (has_payload && length > 0)
     expect_payload (c, C_PAYLOAD, length);

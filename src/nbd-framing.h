@@ -85,6 +85,9 @@ struct nbd_cmd_stats {
   uint64_t inflight_sum;      /* requests in flight when each was sent (incl. itself) */
   unsigned inflight_max;
   uint64_t hole_bytes;        /* READ: bytes that came as NBD_REPLY_TYPE_OFFSET_HOLE */
+  uint64_t busy_usec;         /* wall time with at least one in flight, until... */
+  int64_t busy_since;         /* ...this moment (monotonic) when @inflight_now > 0 */
+  unsigned inflight_now;      /* forwarded requests awaiting their reply */
 };
 
 /* Index 0..7 by command number; the last one counts every other command. */

@@ -9,6 +9,7 @@
 #include "socket-activation.h"
 
 #define FERRY_DEFAULT_BUFFER_SIZE (1024 * 1024)
+#define FERRY_DEFAULT_NBD_GREETING_TIMEOUT 30
 #define FERRY_DEFAULT_DRAIN_TIMEOUT 10
 
 struct ferry_options {

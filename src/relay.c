@@ -44,6 +44,7 @@ struct relay {
   GSource *idle_timer;        /* only with config.idle_timeout */
   GSource *eof_timer;         /* bound_eof_wait, after local EOF */
   GSource *done_source;       /* reports completion from the main loop */
+  struct nbd_relay *nbd;      /* with config.nbd.enabled */
   int exit_code;
   bool finished;
   relay_done_fn done;
@@ -161,7 +162,10 @@ pump_finished (const struct pump *p)
   return p->dst_done || (p->failed && p->src_done);
 }
 
-/* Move what the readiness report allows, in one direction. */
+/* Move what the readiness report allows, in one direction: one read of up
+ * to the free space, and writes until the buffer is empty or dst is full.
+ * Bounded by the buffer size, so a busy direction cannot starve the other
+ * or the rest of the main loop. */
 static void
 pump_move (struct pump *p, bool readable, bool writable)
 {
@@ -232,6 +236,8 @@ relay_finish (struct relay *relay)
   relay->remote->ops->set_interest (relay->remote, false, false);
   g_clear_pointer (&relay->idle_timer, gsource_release);
   g_clear_pointer (&relay->eof_timer, gsource_release);
+  if (relay->nbd)
+    nbd_relay_print_stats (relay->nbd, true);
   if (relay->config.verbose) {
     double seconds = (g_get_monotonic_time () - relay->started) / 1e6;
     print_pump_stats (relay, &relay->up, seconds);
@@ -249,6 +255,17 @@ relay_finish (struct relay *relay)
 }
 
 static void relay_settle (struct relay *relay);
+
+/* A timer of --nbd found a violation. */
+static gboolean
+relay_wake (gpointer data)
+{
+  struct relay *relay = data;
+
+  if (!relay->finished)
+    relay_settle (relay);
+  return G_SOURCE_REMOVE;
+}
 
 /* nc -q: the wait after local EOF is over.  Stop reading remote, as if it
  * had ended; what was read from it is still delivered. */
@@ -274,6 +291,18 @@ on_eof_wait_over (gpointer data)
 static void
 relay_settle (struct relay *relay)
 {
+  if (relay->nbd && nbd_relay_error (relay->nbd)) {
+    /* Both sides are closed at once: nothing more is worth delivering. */
+    ferry_error ("%s%sNBD protocol violation: %s (server: %s)", label_prefix (relay),
+                 label_sep (relay), nbd_relay_error (relay->nbd)->message,
+                 relay->remote->name);
+    relay->exit_code = FERRY_EXIT_PROTOCOL;
+    relay_finish (relay);
+    return;
+  }
+  /* The read-only guard's replies, once the server's stream allows. */
+  if (relay->nbd && !relay->down.failed)
+    nbd_relay_emit (relay->nbd);
   /* Local EOF with a bounded wait for the remote's end. */
   if (relay->config.bound_eof_wait && relay->up.src_done && !relay->down.src_done &&
       relay->eof_timer == NULL) {
@@ -322,20 +351,17 @@ on_endpoint_ready (void *data, struct endpoint *ep, bool readable, bool writable
   relay_settle (relay);
 }
 
-size_t
+void
 relay_abandon (struct relay *relay, const char *why, int exit_code)
 {
-  size_t lost = relay->up.buf->len + relay->down.buf->len;
-
   if (relay->finished)
-    return 0;
+    return;
   ferry_error ("%s%s%s (%zu bytes buffered for %s, %zu for %s not delivered)",
                label_prefix (relay), label_sep (relay), why,
                relay->up.buf->len, endpoint_write_name (relay->up.dst),
                relay->down.buf->len, endpoint_write_name (relay->down.dst));
   relay->exit_code = exit_code;
   relay_finish (relay);
-  return lost;
 }
 
 void
@@ -389,11 +415,13 @@ pump_init (struct pump *p, struct relay *relay, struct endpoint *src,
   p->shutdown_at_end = shutdown_at_end;
   /* Splice when both ends allow it; a pipe that cannot be made (out of
    * fds) leaves the copying path, which works everywhere. */
-  if (relay->config.splice && endpoint_splice_fd (src, false) >= 0 &&
-      endpoint_splice_fd (dst, true) >= 0)
+  if (relay->config.splice && !relay->config.nbd.enabled &&
+      endpoint_splice_fd (src, false) >= 0 && endpoint_splice_fd (dst, true) >= 0)
     p->buf = pipe_buffer_new (relay->config.buffer_size);
+  /* --nbd parses what it reads: the copying path, with room for inserts. */
   if (p->buf == NULL)
-    p->buf = ring_new (relay->config.buffer_size);
+    p->buf = ring_new (relay->config.buffer_size +
+                       (relay->config.nbd.enabled ? NBD_RING_RESERVE : 0));
 }
 
 struct relay *
@@ -413,6 +441,9 @@ relay_new (struct endpoint *local, struct endpoint *remote,
   pump_init (&relay->down, relay, remote, local, true);
   local->ready = remote->ready = on_endpoint_ready;
   local->ready_data = remote->ready_data = relay;
+  if (config->nbd.enabled)
+    relay->nbd = nbd_relay_new (&config->nbd, config->label, relay->up.buf,
+                                relay->down.buf, relay_wake, relay);
 
   if (config->idle_timeout > 0) {
     /* One timer, pushed forward lazily: traffic only updates a timestamp. */
@@ -434,6 +465,7 @@ relay_free (struct relay *relay)
   g_clear_pointer (&relay->idle_timer, gsource_release);
   g_clear_pointer (&relay->eof_timer, gsource_release);
   g_clear_pointer (&relay->done_source, gsource_release);
+  nbd_relay_free (relay->nbd);
   endpoint_free (relay->local);
   endpoint_free (relay->remote);
   buffer_free (relay->up.buf);

@@ -19,6 +19,7 @@
 #include <glib.h>
 
 #include "endpoint.h"
+#include "nbd-relay.h"
 
 struct relay_config {
   size_t buffer_size;         /* bytes per direction, allocated once */
@@ -32,6 +33,7 @@ struct relay_config {
                                  read are still delivered both ways. */
   bool verbose;               /* print statistics when done */
   const char *label;          /* prefix for messages, e.g. "connection 3"; may be NULL */
+  struct nbd_config nbd;      /* --nbd: parse, check and count NBD (copy path only) */
 };
 
 struct relay;
@@ -52,8 +54,7 @@ void relay_free (struct relay *relay);
 void relay_drain (struct relay *relay);
 
 /* Give up now: one line "LABEL: WHY (N bytes buffered for X, M for Y not
- * delivered)", then done with @exit_code.  Returns the bytes dropped (0 if
- * the relay had finished already). */
-size_t relay_abandon (struct relay *relay, const char *why, int exit_code);
+ * delivered)", then done with @exit_code.  Nothing if already finished. */
+void relay_abandon (struct relay *relay, const char *why, int exit_code);
 
 #endif

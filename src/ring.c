@@ -4,6 +4,7 @@
 #include "ring.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include <glib.h>
@@ -12,6 +13,9 @@ struct ring {
   struct buffer base;
   char *data;                 /* base.size bytes */
   size_t head;                /* offset of the oldest buffered byte */
+  ring_inspect_fn inspect;    /* may be NULL */
+  void *inspect_data;
+  size_t reserve;             /* free bytes fills leave for the inspector */
 };
 
 /* Fill @iov with the @count bytes of storage from offset @start on,
@@ -40,12 +44,24 @@ ring_fill (struct buffer *b, struct endpoint *src)
   int n_iov = ring_iov (r, (r->head + b->len) % b->size, b->size - b->len, iov);
   ssize_t n;
 
+  /* Keep the inspector's reserve free: trim it off the end. */
+  for (size_t cut = r->reserve; cut > 0 && n_iov > 0;) {
+    size_t c = MIN (cut, iov[n_iov - 1].iov_len);
+    iov[n_iov - 1].iov_len -= c;
+    cut -= c;
+    if (iov[n_iov - 1].iov_len == 0)
+      n_iov--;
+  }
   if (n_iov == 0) {
+    /* Full as far as readers go, until a drain makes room. */
+    b->blocked = r->reserve > 0;
     errno = EAGAIN;
     return -1;
   }
   n = src->ops->readv (src, iov, n_iov);
-  if (n > 0)
+  if (n >= 0 && r->inspect)
+    buffer_produced (b, r->inspect (r->inspect_data, b, n));
+  else if (n > 0)
     buffer_produced (b, n);
   return n;
 }
@@ -68,6 +84,63 @@ ring_drain (struct buffer *b, struct endpoint *dst)
     r->head = b->len == 0 ? 0 : (r->head + n) % b->size;
   }
   return n;
+}
+
+void
+ring_set_inspector (struct buffer *b, ring_inspect_fn fn, void *data, size_t reserve)
+{
+  struct ring *r = (struct ring *) b;
+
+  r->inspect = fn;
+  r->inspect_data = data;
+  r->reserve = reserve;
+}
+
+uint8_t *
+ring_at (struct buffer *b, size_t at, size_t *contiguous)
+{
+  struct ring *r = (struct ring *) b;
+  size_t i = (r->head + at) % b->size;
+
+  *contiguous = b->size - i;
+  return (uint8_t *) r->data + i;
+}
+
+void
+ring_move (struct buffer *b, size_t to, size_t from, size_t n)
+{
+  /* In pieces that wrap neither range; forwards when moving down, else
+   * backwards, so an overlap never overwrites bytes not yet moved. */
+  while (n > 0) {
+    size_t ct, cf, k;
+    if (to < from) {
+      uint8_t *d = ring_at (b, to, &ct), *s = ring_at (b, from, &cf);
+      k = MIN (n, MIN (ct, cf));
+      memmove (d, s, k);
+      to += k, from += k;
+    } else {
+      /* The last byte of each range, and how many precede it contiguously. */
+      size_t dt = (((struct ring *) b)->head + to + n - 1) % b->size + 1;
+      size_t df = (((struct ring *) b)->head + from + n - 1) % b->size + 1;
+      k = MIN (n, MIN (dt, df));
+      memmove (((struct ring *) b)->data + dt - k, ((struct ring *) b)->data + df - k, k);
+    }
+    n -= k;
+  }
+}
+
+void
+ring_write (struct buffer *b, size_t to, const void *src, size_t n)
+{
+  const uint8_t *s = src;
+
+  while (n > 0) {
+    size_t c;
+    uint8_t *d = ring_at (b, to, &c);
+    c = MIN (c, n);
+    memcpy (d, s, c);
+    s += c, to += c, n -= c;
+  }
 }
 
 static void

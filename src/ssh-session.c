@@ -307,7 +307,8 @@ verify_host_key (struct ssh_conn *c, const struct address *a, GError **error)
   size_t hash_len = 0;
   char *fingerprint = NULL, *file = NULL, *line = NULL;
   const char *type;
-  bool ok = false;
+  enum ssh_known_hosts_e state;
+  bool ok = false, other_type;
 
   if (ssh_get_server_publickey (s, &key) < 0 ||
       ssh_get_publickey_hash (key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hash_len) < 0) {
@@ -319,23 +320,20 @@ verify_host_key (struct ssh_conn *c, const struct address *a, GError **error)
   type = ssh_key_type_to_char (ssh_key_type (key));
   ssh_options_get (s, SSH_OPTIONS_KNOWNHOSTS, &file);
 
-  switch (ssh_session_is_known_server (s)) {
+  state = ssh_session_is_known_server (s);
+  switch (state) {
   case SSH_KNOWN_HOSTS_OK:
     ok = true;
     break;
   case SSH_KNOWN_HOSTS_CHANGED:
-    set_error (error, FERRY_EXIT_SSH_HOSTKEY,
-               "host key of %s has CHANGED: the server offers %s %s, which is not "
-               "the key %s holds; someone may be intercepting the connection "
-               "(if the change is expected, remove the old key from %s)",
-               c->name, type, fingerprint, file, file);
-    break;
   case SSH_KNOWN_HOSTS_OTHER:
+    other_type = state == SSH_KNOWN_HOSTS_OTHER;
     set_error (error, FERRY_EXIT_SSH_HOSTKEY,
-               "host key of %s has CHANGED: the server offers %s %s, but %s holds "
-               "a key of another type for it; someone may be intercepting the "
-               "connection (if the change is expected, remove the old key from %s)",
-               c->name, type, fingerprint, file, file);
+               "host key of %s has CHANGED: the server offers %s %s, %s %s holds%s; "
+               "someone may be intercepting the connection (if the change is "
+               "expected, remove the old key from %s)",
+               c->name, type, fingerprint, other_type ? "but" : "which is not the key",
+               file, other_type ? " a key of another type for it" : "", file);
     break;
   case SSH_KNOWN_HOSTS_NOT_FOUND:
   case SSH_KNOWN_HOSTS_UNKNOWN:

@@ -4,11 +4,13 @@
 # table, and every transfer through ferry, nc, socat and the splice reference
 # arrives intact.  No figure is checked: nothing here asserts speed.
 # virt-ssh-helper loses data by design, so only its presence is checked.
+# It takes ~10 s on an idle machine; the deadline is only a hang guard for a
+# heavily loaded one.
 . "$(dirname "$0")/lib.sh"
 need cc python3 nc socat
 
 bench=$(cd "$(dirname "$0")/../bench" && pwd)
-within 60 "$bench/run.sh" --quick --ferry "$FERRY" --build-dir "$T/build" \
+within 150 "$bench/run.sh" --quick --ferry "$FERRY" --build-dir "$T/build" \
     --raw "$T/raw.tsv" > "$T/out" 2> "$T/err" ||
     fail "bench/run.sh --quick exited $?: $(tail -n 5 "$T/err")"
 

@@ -39,7 +39,7 @@ client () {  # N
 }
 pids=
 for i in $(seq "$clients"); do client "$i" & pids="$pids $!"; done
-for p in $pids; do within 120 tail --pid="$p" -f /dev/null || fail "client hung"; done
+for p in $pids; do wait_exit 120 "$p" || fail "a client failed"; done
 
 # The hashing sides finish a moment after the sockets close.
 complete () {

@@ -27,7 +27,7 @@ for round in timeout second-signal; do
     wait_until 10 recv_queues_empty "$ferry"
     kill -TERM "$ferry"
     [ "$round" = second-signal ] && sleep 0.2 && kill -TERM "$ferry"
-    rc=0; within 10 tail --pid="$ferry" -f /dev/null; wait "$ferry" || rc=$?
+    rc=0; wait_exit 10 "$ferry" || rc=$?
     assert_eq 143 "$rc" "exit code ($round)"
     wait "$client" 2>/dev/null || true
     if [ "$round" = timeout ]; then

@@ -20,5 +20,5 @@ wait_for_socket "$T/A.sock"
 assert_eq "first
 second" "$(cat "$T/got")" "echoed through a quiet relay"
 kill -0 "$ferry" 2>/dev/null || fail "ferry exited while a relay was live"
-rc=0; within 10 tail --pid="$ferry" -f /dev/null; wait "$ferry" || rc=$?
+rc=0; wait_exit 10 "$ferry" || rc=$?
 assert_eq 0 "$rc" "exit code after the idle time"

@@ -15,8 +15,8 @@ bg "$FERRY" -l -k "unix:$T/A.sock" "unix:$T/B.sock" 2> "$T/err"
 ferry=$LAST_PID
 wait_for_socket "$T/A.sock"
 
-# Connection 1: busy for a few seconds, in two parts.
-bg bash -c "{ cat '$T/part1'; sleep 3; cat '$T/part2'; } |
+# Connection 1: stays busy, in two parts, until the others are done.
+bg bash -c "{ cat '$T/part1'; until [ -e '$T/go' ]; do sleep 0.1; done; cat '$T/part2'; } |
             socat -t 30 - 'UNIX-CONNECT:$T/A.sock' > '$T/got1'"
 busy=$LAST_PID
 wait_until 10 has_sockets "$ferry" 3
@@ -24,7 +24,7 @@ wait_until 10 has_sockets "$ferry" 3
 # Connection 2: the target refuses (its path now names a socket nobody
 # listens on).
 mv "$T/B.sock" "$T/B.live"
-python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/B.sock"
+fake_socket "$T/B.sock"
 echo hello | within 10 socat -t 5 - "UNIX-CONNECT:$T/A.sock" > "$T/got2" 2>/dev/null || true
 mv -f "$T/B.live" "$T/B.sock"
 wait_until 10 grep -q "connection 2" "$T/err"
@@ -37,8 +37,8 @@ wait_until 10 has_sockets "$ferry" 5
 kill -KILL "$writer"
 wait_until 10 grep -q "connection 3" "$T/err"
 
-within 30 tail --pid="$busy" -f /dev/null
-wait "$busy" || fail "busy client failed"
+touch "$T/go"
+wait_exit 30 "$busy" || fail "busy client failed"
 assert_same_file "$T/whole" "$T/got1" "busy connection, echoed both ways"
 assert_eq 0 "$(stat -c %s "$T/got2")" "bytes the refused client got"
 assert_eq "ferry: connection 2 on $T/A.sock: cannot connect to '$T/B.sock': Connection refused" \

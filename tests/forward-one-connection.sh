@@ -16,8 +16,7 @@ bg "$FERRY" -l "unix:$T/A.sock" "unix:$T/B.sock"
 ferry=$LAST_PID
 wait_for_socket "$T/A.sock"
 within 30 socat -t 30 - "UNIX-CONNECT:$T/A.sock" < "$T/up" > "$T/client-got"
-rc=0; within 10 tail --pid="$ferry" -f /dev/null || fail "ferry still running after its connection"
-wait "$ferry" || rc=$?
+rc=0; wait_exit 10 "$ferry" || rc=$?
 assert_eq 0 "$rc" "ferry exit code"
 wait "$server" || fail "socat server exited $?"
 assert_same_file "$T/up" "$T/server-got" "upload"

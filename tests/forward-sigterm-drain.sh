@@ -35,7 +35,7 @@ wait_until 10 recv_queues_empty "$ferry"
 kill -TERM "$ferry"
 [ ! -e "$T/A.sock" ] || wait_until 5 [ ! -e "$T/A.sock" ]
 
-rc=0; within 30 tail --pid="$ferry" -f /dev/null; wait "$ferry" || rc=$?
+rc=0; wait_exit 30 "$ferry" || rc=$?
 assert_eq 0 "$rc" "exit code after a complete drain"
 assert_eq "ferry: stopped by SIGTERM: $clients live connections drained, 0 cut off" \
     "$(cat "$T/err")" "summary"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # meson install: ferry and its man page by default; with -Dcompat_links=true
 # also nc and virt-ssh-helper links to ferry in LIBEXECDIR/ferry, which run
-# the personalities.  The man page renders without warnings.
+# the personalities.  The man page renders without warnings and documents
+# every option of ferry --help.
 . "$(dirname "$0")/lib.sh"
 need meson ninja
 : "${FERRY_SOURCE_ROOT:?}" "${FERRY_BUILD_ROOT:?}"
@@ -26,6 +27,11 @@ ln -s "$T/dest/usr/bin/ferry" "$T/virt-ssh-helper"
 assert_contains <("$T/virt-ssh-helper" -V) "virt-ssh-helper (ferry)" "installed virt-ssh-helper"
 
 if command -v groff >/dev/null; then
-    groff -man -Tutf8 -ww "$T/dest/usr/share/man/man1/ferry.1" 2>"$T/warn" >/dev/null
+    groff -man -Tascii -ww "$T/dest/usr/share/man/man1/ferry.1" 2>"$T/warn" |
+        col -b > "$T/man.txt"
     [ ! -s "$T/warn" ] || fail "groff warnings: $(cat "$T/warn")"
+    # Every option ferry --help lists is in the man page.
+    for opt in $("$FERRY" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+        grep -q -- "$opt" "$T/man.txt" || fail "ferry.1 does not document $opt"
+    done
 fi

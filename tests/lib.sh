@@ -143,11 +143,15 @@ reexec_in_mount_ns () {  # ARGS...
     FERRY_TEST_MOUNT_NS=1 exec unshare -m --propagation private bash "$0" "$@"
 }
 
-# A UNIX socket file that exists but refuses connections (bound, never
+# UNIX socket files that exist but refuse connections (bound, never
 # listened on): enough for code that only checks that a socket exists.
-fake_socket () {  # PATH
-    mkdir -p "$(dirname "$1")"
-    python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$1"
+fake_socket () {  # PATH...
+    [ $# -gt 0 ] || return 0
+    python3 -c '
+import os, socket, sys
+for p in sys.argv[1:]:
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    socket.socket(socket.AF_UNIX).bind(p)' "$@"
 }
 
 # Make $T/bin/NAME a link to ferry, so ferry runs under that name.
@@ -270,4 +274,15 @@ reply_server () {  # unix|tcp REPLY [DELAY]
     bg socat -t 30 "$SOCAT_LISTEN" \
         SYSTEM:"cat > '$T/server-got'; sleep ${3:-0}; cat '$2'"
     wait_for_listener "$1"
+}
+
+# nbdcopy the NBD export on the UNIX socket SOCK to a file directly, and
+# again through "$FERRY" ARGS... in nbdcopy's [ CMD ] form (ferry's address
+# is added last); the copies must match.  Leaves $T/direct.raw, $T/via.raw.
+nbdcopy_through_ferry () {  # SOCK ARGS...
+    local sock=$1; shift
+    nbdcopy "nbd+unix:///?socket=$sock" "$T/direct.raw"
+    within 60 nbdcopy -- [ "$FERRY" "$@" "unix:$sock" ] "$T/via.raw" ||
+        fail "nbdcopy through ferry $* failed"
+    assert_same_file "$T/direct.raw" "$T/via.raw" "copy through ferry $*"
 }

@@ -1,26 +1,28 @@
 #!/usr/bin/env bash
 # Socket activation with systemd's own launcher (what a ferry.socket unit
-# with Accept=no does): 'ferry -k TARGET' accepts on the passed fd 3, names
-# it by LISTEN_FDNAMES, relays each connection to TARGET, and leaves when
-# idle.  Variables meant for another pid are ignored; -l is refused.
+# with Accept=no does): 'ferry -k TARGET' accepts on the passed fds 3 and 4,
+# names them by LISTEN_FDNAMES, relays each connection to TARGET, and leaves
+# when idle.  Variables meant for another pid are ignored; -l is refused.
 . "$(dirname "$0")/lib.sh"
 need socat systemd-socket-activate
 
 bg socat "UNIX-LISTEN:$T/B.sock,fork" EXEC:cat,nofork
 wait_for_socket "$T/B.sock"
-# systemd-socket-activate execs ferry on the first connection.
-bg systemd-socket-activate -l "$T/A.sock" --fdname=ferry-test \
+# systemd-socket-activate execs ferry on the first connection; two
+# sockets, so fds 3 and 4, named by LISTEN_FDNAMES.
+bg systemd-socket-activate -l "$T/A1.sock" -l "$T/A2.sock" --fdname=first:second \
     "$FERRY" -v -k --exit-idle-time 2 "unix:$T/B.sock" 2> "$T/err"
 ferry=$LAST_PID
-wait_for_socket "$T/A.sock"
-for i in 1 2; do
-    echo "hello $i" | within 10 socat -t 10 - "UNIX-CONNECT:$T/A.sock" > "$T/got.$i"
-    assert_eq "hello $i" "$(cat "$T/got.$i")" "connection $i echoed"
+wait_for_socket "$T/A2.sock"
+for i in 1 2 2; do
+    echo "hello $i" | within 10 socat -t 10 - "UNIX-CONNECT:$T/A$i.sock" > "$T/got"
+    assert_eq "hello $i" "$(cat "$T/got")" "connection through socket $i echoed"
 done
-rc=0; within 10 tail --pid="$ferry" -f /dev/null; wait "$ferry" || rc=$?
+rc=0; wait_exit 10 "$ferry" || rc=$?
 assert_eq 0 "$rc" "exit code after the idle time"
-assert_contains "$T/err" "ferry: connection 2 on ferry-test: client -> $T/B.sock: 8 bytes" "-v stats"
-assert_contains "$T/err" "ferry: 2 connections, at most 1 at once, peak memory (VmHWM)" "-v summary"
+assert_contains "$T/err" "ferry: connection 1 on first: client -> $T/B.sock: 8 bytes" "-v stats"
+assert_contains "$T/err" "ferry: connection 2 on second: client -> $T/B.sock: 8 bytes" "-v stats"
+assert_contains "$T/err" "ferry: 3 connections, at most 1 at once, peak memory (VmHWM)" "-v summary"
 
 # LISTEN_PID names another process: plain 'ferry ADDRESS' relays stdio.
 echo plain | LISTEN_PID=1 LISTEN_FDS=1 within 10 "$FERRY" "unix:$T/B.sock" > "$T/got"

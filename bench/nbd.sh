@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# bench/nbd.sh: nbdcopy from an nbdkit pattern export to null:, four ways,
+# interleaved in each round: directly, through plain ferry, through
+# ferry --nbd, and through socat -b 1048576.  Each relay is a listener that
+# serves every connection nbdcopy opens (ferry -l -k LISTEN TARGET; socat
+# UNIX-LISTEN,fork), so all four see the same multi-connection nbdcopy.
+# Only reports; asserts nothing.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+size=2G rounds=3 ferry=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --size) size=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --ferry) ferry=$2; shift 2 ;;
+    -h|--help)
+        echo "usage: bench/nbd.sh [--size 2G] [--rounds 3] [--ferry PATH]"; exit 0 ;;
+    *) echo "bench/nbd.sh: unknown option '$1'" >&2; exit 2 ;;
+    esac
+done
+for t in nbdkit nbdcopy socat python3; do
+    command -v "$t" >/dev/null || { echo "bench/nbd.sh: $t is not installed" >&2; exit 1; }
+done
+if [ -z "$ferry" ]; then
+    meson setup "$here/.build/nbd" "$top" >/dev/null 2>&1 ||
+        meson setup --reconfigure "$here/.build/nbd" "$top" >/dev/null
+    ninja -C "$here/.build/nbd" src/ferry >/dev/null
+    ferry=$here/.build/nbd/src/ferry
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/ferry-nbd-bench.XXXXXX")
+pids=()
+cleanup () {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+start () { "$@" & pids+=($!); }
+wait_socket () { for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.05; done; return 1; }
+
+start nbdkit -f -U "$T/src.sock" pattern size="$size"
+start "$ferry" -l -k "unix:$T/ferry.sock" "unix:$T/src.sock"
+start "$ferry" -l -k --nbd --stats-file "$T/stats" "unix:$T/ferry-nbd.sock" "unix:$T/src.sock"
+start socat -b 1048576 "UNIX-LISTEN:$T/socat.sock,fork" "UNIX-CONNECT:$T/src.sock"
+for s in src ferry ferry-nbd socat; do wait_socket "$T/$s.sock"; done
+
+ways=(direct:src ferry:ferry ferry-nbd:ferry-nbd socat-1m:socat)
+: > "$T/runs"
+for r in $(seq "$rounds"); do
+    for w in "${ways[@]}"; do
+        name=${w%%:*} sock=${w#*:}
+        start_ns=$(date +%s%N)
+        nbdcopy "nbd+unix:///?socket=$T/$sock.sock" null:
+        end_ns=$(date +%s%N)
+        echo "$name $r $((end_ns - start_ns))" >> "$T/runs"
+    done
+done
+
+python3 - "$T/runs" "$size" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, _, ns = line.split()
+    runs.setdefault(name, []).append(int(ns) / 1e9)
+size = sys.argv[2]
+mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+nbytes = int(size[:-1]) * mult[size[-1]] if size[-1] in mult else int(size)
+mib = {n: nbytes / (1 << 20) / statistics.median(t) for n, t in runs.items()}
+print(f"nbdcopy pattern {size} -> null:, {len(next(iter(runs.values())))} interleaved rounds, median")
+print(f"{'way':<10} {'MiB/s':>8} {'min s':>7} {'max s':>7}")
+for n, t in runs.items():
+    print(f"{n:<10} {mib[n]:8.0f} {min(t):7.2f} {max(t):7.2f}")
+print()
+print(f"ferry --nbd / plain ferry: {mib['ferry-nbd'] / mib['ferry']:.2f}x (target >= 0.95)")
+print(f"ferry --nbd / direct:      {mib['ferry-nbd'] / mib['direct']:.2f}x (target >= 0.75)")
+print(f"ferry --nbd / socat -b 1M: {mib['ferry-nbd'] / mib['socat-1m']:.2f}x (target >= 1.1)")
+PY
+echo
+echo "ferry --nbd stats of the last connection:"
+tail -n 4 "$T/stats"

@@ -1,0 +1,291 @@
+/* ferry: --nbd glue between a relay's rings and the NBD parser. */
+#include <config.h>
+
+#include "nbd-relay.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+#include "gsource-release.h"
+#include "message.h"
+#include "nbd-framing.h"
+#include "nbd-proto.h"
+#include "ring.h"
+
+struct nbd_side {
+  struct nbd_relay *nr;
+  enum nbd_dir dir;
+  struct buffer *ring;
+};
+
+struct nbd_relay {
+  struct nbd_config config;
+  char *label;                /* "" or "LABEL: " */
+  struct nbd_framing *f;
+  struct nbd_side up, down;
+  GError *error;              /* the first violation */
+  gint64 started;
+  GSource *stats_timer;       /* with stats_interval */
+  GSource *greeting_timer;    /* until the server greets */
+  GSourceFunc wake;           /* makes the relay look at nbd_relay_error() */
+  void *wake_data;
+};
+
+/* Feed the @n fresh bytes at [ring->len, ring->len + n) to the parser and
+ * apply its steps in place: w is where the next kept byte goes, r the next
+ * byte to parse, end the end of the fresh bytes (inserts can push it). */
+static size_t
+inspect (void *data, struct buffer *ring, size_t n)
+{
+  struct nbd_side *side = data;
+  struct nbd_relay *nr = side->nr;
+  size_t base = ring->len, w = 0, r = 0, end = n;
+
+  if (nr->error)
+    return 0;
+  if (n == 0) {
+    nbd_framing_eof (nr->f, side->dir, &nr->error);
+    return 0;
+  }
+  for (;;) {
+    size_t contiguous = 0, span = 0, room = (r - w) + (ring->size - base - end);
+    uint8_t *p = NULL;
+    struct nbd_step step;
+
+    if (r < end) {
+      p = ring_at (ring, base + r, &contiguous);
+      span = MIN (contiguous, end - r);
+    }
+    if (!nbd_framing_feed (nr->f, side->dir, p, span, room, &step, &nr->error))
+      return 0;
+    if (step.n == 0)
+      break;
+    switch (step.action) {
+    case NBD_PASS:
+      if (w != r)
+        ring_move (ring, base + w, base + r, step.n);
+      w += step.n;
+      r += step.n;
+      break;
+    case NBD_DROP:
+      r += step.n;
+      break;
+    case NBD_INSERT:
+      if (w + step.n > r) {
+        size_t shift = w + step.n - r;
+        g_assert (end + shift <= ring->size - base);
+        ring_move (ring, base + r + shift, base + r, end - r);
+        r += shift;
+        end += shift;
+      }
+      ring_write (ring, base + w, step.insert, step.n);
+      w += step.n;
+      break;
+    }
+  }
+  if (nbd_framing_greeted (nr->f))
+    g_clear_pointer (&nr->greeting_timer, gsource_release);
+  return w;
+}
+
+void
+nbd_relay_emit (struct nbd_relay *nr)
+{
+  struct buffer *ring = nr->down.ring;
+  struct nbd_step step;
+
+  while (nr->error == NULL &&
+         nbd_framing_feed (nr->f, NBD_S2C, NULL, 0, ring->size - ring->len, &step,
+                           &nr->error) &&
+         step.n > 0) {
+    ring_write (ring, ring->len, step.insert, step.n);
+    buffer_produced (ring, step.n);
+  }
+}
+
+const GError *
+nbd_relay_error (const struct nbd_relay *nr)
+{
+  return nr->error;
+}
+
+static void
+append_flag (GString *out, uint16_t flags, uint16_t bit, const char *name)
+{
+  if (flags & bit)
+    g_string_append_printf (out, "%s%s", out->str[out->len - 1] == '(' ? "" : ",", name);
+}
+
+static const char *
+style_name (enum nbd_style style)
+{
+  switch (style) {
+  case NBD_STYLE_OLDSTYLE: return "oldstyle";
+  case NBD_STYLE_NEWSTYLE: return "newstyle";
+  case NBD_STYLE_FIXED_NEWSTYLE: return "fixed-newstyle";
+  default: return "none";
+  }
+}
+
+static void
+format_handshake (struct nbd_relay *nr, GString *out)
+{
+  const struct nbd_handshake_info *hs = nbd_framing_handshake (nr->f);
+
+  g_string_append_printf (out, "%snbd: handshake style=%s", nr->label, style_name (hs->style));
+  if (hs->tls) {
+    g_string_append (out, " tls=yes TLS: not inspected\n");
+    return;
+  }
+  g_string_append_printf (out, " export=\"%s\"", hs->export_name);
+  if (hs->have_export) {
+    g_string_append_printf (out, " size=%" G_GUINT64_FORMAT " flags=0x%04x(", hs->size,
+                            hs->flags);
+    append_flag (out, hs->flags, NBD_FLAG_READ_ONLY, "read_only");
+    append_flag (out, hs->flags, NBD_FLAG_SEND_FLUSH, "flush");
+    append_flag (out, hs->flags, NBD_FLAG_SEND_FUA, "fua");
+    append_flag (out, hs->flags, NBD_FLAG_ROTATIONAL, "rotational");
+    append_flag (out, hs->flags, NBD_FLAG_SEND_TRIM, "trim");
+    append_flag (out, hs->flags, NBD_FLAG_SEND_WRITE_ZEROES, "write_zeroes");
+    append_flag (out, hs->flags, NBD_FLAG_SEND_DF, "df");
+    append_flag (out, hs->flags, NBD_FLAG_CAN_MULTI_CONN, "multi_conn");
+    append_flag (out, hs->flags, NBD_FLAG_SEND_CACHE, "cache");
+    append_flag (out, hs->flags, NBD_FLAG_SEND_FAST_ZERO, "fast_zero");
+    g_string_append_c (out, ')');
+  }
+  if (hs->have_block_size)
+    g_string_append_printf (out, " block_min=%u block_pref=%u block_max=%u",
+                            hs->min_block, hs->pref_block, hs->max_block);
+  g_string_append_printf (out, " structured_replies=%s extended_headers=%s "
+                          "meta_contexts=%s tls=no\n", hs->structured ? "yes" : "no",
+                          hs->extended ? "yes" : "no", hs->meta[0] ? hs->meta : "none");
+}
+
+static void
+format_commands (struct nbd_relay *nr, GString *out)
+{
+  gint64 now = g_get_monotonic_time ();
+
+  for (unsigned i = 0; i < NBD_STATS_CMDS; i++) {
+    const struct nbd_cmd_stats *st = nbd_framing_cmd_stats (nr->f, i);
+    uint64_t sent = st->ops + st->inflight_now + st->refused;
+    double busy = (st->busy_usec + (st->inflight_now ? now - st->busy_since : 0)) / 1e6;
+
+    if (sent == 0 || i == NBD_CMD_DISC)
+      continue;
+    g_string_append_printf (out, "%snbd: cmd=%s ops=%" G_GUINT64_FORMAT " bytes=%"
+                            G_GUINT64_FORMAT " seconds=%.3f mib_per_s=%.1f "
+                            "inflight_avg=%.1f inflight_max=%u errors=%" G_GUINT64_FORMAT,
+                            nr->label, nbd_cmd_name (i), st->ops, st->bytes,
+                            st->usec / 1e6, busy > 0 ? st->bytes / 1048576.0 / busy : 0.0,
+                            (double) st->inflight_sum / MAX (sent - st->refused, 1),
+                            st->inflight_max, st->errors);
+    if (i == NBD_CMD_READ)
+      g_string_append_printf (out, " hole_bytes=%" G_GUINT64_FORMAT, st->hole_bytes);
+    if (st->refused)
+      g_string_append_printf (out, " refused=%" G_GUINT64_FORMAT, st->refused);
+    g_string_append_c (out, '\n');
+  }
+}
+
+void
+nbd_relay_print_stats (struct nbd_relay *nr, bool final)
+{
+  g_autoptr (GString) out = g_string_new (NULL);
+
+  /* Nothing to tell about a peer that never spoke NBD. */
+  if (!nbd_framing_greeted (nr->f))
+    return;
+  g_string_append_printf (out, "%snbd: stats %s after %.3f s\n", nr->label,
+                          final ? "final" : "interval",
+                          (g_get_monotonic_time () - nr->started) / 1e6);
+  format_handshake (nr, out);
+  if (!nbd_framing_handshake (nr->f)->tls)
+    format_commands (nr, out);
+
+  if (nr->config.stats_file) {
+    FILE *fp = fopen (nr->config.stats_file, "a");
+    if (fp && fputs (out->str, fp) >= 0 && fclose (fp) == 0)
+      return;
+    ferry_error ("%scannot write stats to '%s': %s", nr->label, nr->config.stats_file,
+                 g_strerror (errno));
+    if (fp)
+      fclose (fp);
+    return;
+  }
+  /* ferry_error prefixes the program name: one call per line. */
+  g_auto (GStrv) lines = g_strsplit (out->str, "\n", -1);
+  for (char **l = lines; *l; l++)
+    if (**l)
+      ferry_error ("%s", *l);
+}
+
+static gboolean
+on_stats_timer (gpointer data)
+{
+  nbd_relay_print_stats (data, false);
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+on_greeting_timeout (gpointer data)
+{
+  struct nbd_relay *nr = data;
+
+  g_clear_pointer (&nr->greeting_timer, gsource_release);
+  if (nr->error == NULL)
+    g_set_error (&nr->error, FERRY_ERROR, FERRY_EXIT_PROTOCOL,
+                 "server sent no NBD greeting within %u seconds (an NBD server greets "
+                 "at once: is this an NBD server?)", nr->config.greeting_timeout);
+  return nr->wake (nr->wake_data);
+}
+
+/* A timer every @seconds, or NULL for 0. */
+static GSource *
+start_timer (unsigned seconds, GSourceFunc fn, struct nbd_relay *nr)
+{
+  GSource *timer;
+
+  if (seconds == 0)
+    return NULL;
+  timer = g_timeout_source_new_seconds (seconds);
+  g_source_set_callback (timer, fn, nr, NULL);
+  g_source_attach (timer, NULL);
+  return timer;
+}
+
+struct nbd_relay *
+nbd_relay_new (const struct nbd_config *config, const char *label,
+               struct buffer *up, struct buffer *down, GSourceFunc wake, void *wake_data)
+{
+  struct nbd_relay *nr = g_new0 (struct nbd_relay, 1);
+
+  nr->config = *config;
+  nr->label = label ? g_strdup_printf ("%s: ", label) : g_strdup ("");
+  nr->f = nbd_framing_new (config->readonly);
+  nr->up = (struct nbd_side) { nr, NBD_C2S, up };
+  nr->down = (struct nbd_side) { nr, NBD_S2C, down };
+  nr->started = g_get_monotonic_time ();
+  nr->wake = wake;
+  nr->wake_data = wake_data;
+  ring_set_inspector (up, inspect, &nr->up, NBD_RING_RESERVE);
+  ring_set_inspector (down, inspect, &nr->down, NBD_RING_RESERVE);
+  nr->stats_timer = start_timer (config->stats_interval, on_stats_timer, nr);
+  nr->greeting_timer = start_timer (config->greeting_timeout, on_greeting_timeout, nr);
+  return nr;
+}
+
+void
+nbd_relay_free (struct nbd_relay *nr)
+{
+  if (nr == NULL)
+    return;
+  g_clear_pointer (&nr->stats_timer, gsource_release);
+  g_clear_pointer (&nr->greeting_timer, gsource_release);
+  g_clear_error (&nr->error);
+  nbd_framing_free (nr->f);
+  g_free (nr->label);
+  g_free (nr);
+}
