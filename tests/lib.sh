@@ -44,10 +44,13 @@ wait_for_socket () {  # PATH [PID]: until something (PID, if given) listens
     # (/var/run -> /run); and it lists sockets of every mount namespace, so
     # a test whose path is shared with others in their own namespaces (the
     # libvirtd sockets) must name its listener's PID.
-    local real owner=${2:+pid=$2,}
+    local real owner=${2:+pid=$2,} opts=-Hlx
+    # -p costs a scan of every process's fds (about 1 s on a loaded machine):
+    # only when the owner matters.
+    [ -n "$owner" ] && opts=-Hlxp
     real=$(realpath -m -- "$1")
     for _ in $(seq 200); do
-        ss -Hlxp 2>/dev/null | awk -v owner="$owner" 'index($0, owner) { print $5 }' |
+        ss $opts 2>/dev/null | awk -v owner="$owner" 'owner == "" || index($0, owner) { print $5 }' |
             grep -qxF -e "$1" -e "$real" && return 0
         sleep 0.05
     done
