@@ -18,7 +18,9 @@ sh -c 'while [ ! -e "$1/go" ]; do sleep 0.05; done; exec cat' sh "$T" \
     < "$T/out" > "$T/got" & track $!
 reader=$LAST_PID
 
-sleep 0.5   # the buffers fill
+# The buffers fill: ferry stops reading, and bytes wait in its socket.
+wait_until 10 has_unread_socket "$ferry"
+sleep 0.25
 cpu_pct=$(cpu_percent "$ferry" 1)
 rss=$(rss_kib "$ferry")
 sleep 0.5

@@ -21,7 +21,11 @@ for address in "unix:$T/hung.sock" "tcp:127.0.0.1:$port"; do
     # Fill the backlog: this client's connection waits, never accepted.
     filler=${address/#unix:/UNIX-CONNECT:}
     bg socat -u "${filler/#tcp:/TCP:}" /dev/null
-    sleep 0.3
+    if [ "$name" = "$T/hung.sock" ]; then
+        wait_until 10 has_backlog_unix "$name"
+    else
+        wait_until 10 has_backlog_tcp "$port"
+    fi
     rc=0
     : | within 10 "$FERRY" --connect-timeout 1 "$address" 2> "$T/err" || rc=$?
     assert_ferry_error 3 "$rc" "$T/err" "ferry: cannot connect to '$name': Connection timed out"

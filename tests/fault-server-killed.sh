@@ -15,7 +15,7 @@ wait_for_listener unix
 # An endless upload; ferry's exit ends it through SIGPIPE.
 cat /dev/zero | "$FERRY" "$FERRY_ADDR" 2> "$T/err" > "$T/got" & track $!
 ferry=$LAST_PID
-sleep 0.5
+wait_until 10 has_unread_socket "$server"   # the server is full, not reading
 kill -KILL "$server"
 rc=0; wait_exit 10 "$ferry" || rc=$?
 assert_eq 4 "$rc" "ferry exit code"

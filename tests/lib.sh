@@ -44,10 +44,13 @@ wait_for_socket () {  # PATH [PID]: until something (PID, if given) listens
     # (/var/run -> /run); and it lists sockets of every mount namespace, so
     # a test whose path is shared with others in their own namespaces (the
     # libvirtd sockets) must name its listener's PID.
-    local real owner=${2:+pid=$2,}
+    local real owner=${2:+pid=$2,} opts=-Hlx
+    # -p costs a scan of every process's fds (about 1 s on a loaded machine):
+    # only when the owner matters.
+    [ -n "$owner" ] && opts=-Hlxp
     real=$(realpath -m -- "$1")
     for _ in $(seq 200); do
-        ss -Hlxp 2>/dev/null | awk -v owner="$owner" 'index($0, owner) { print $5 }' |
+        ss $opts 2>/dev/null | awk -v owner="$owner" 'owner == "" || index($0, owner) { print $5 }' |
             grep -qxF -e "$1" -e "$real" && return 0
         sleep 0.05
     done
@@ -114,6 +117,13 @@ wait_until () {  # SECS CMD...
     fail "timed out after ${secs}s waiting for: $*"
 }
 has_sockets () { [ "$(socket_count "$1")" -eq "$2" ]; }  # PID N, for wait_until
+
+# For wait_until: PID holds a connected UNIX socket with unread bytes queued
+# (it has stopped reading), or a listener has connections waiting to be
+# accepted on PORT, or on the UNIX socket PATH.
+has_unread_socket () { ss -Hxp state established | grep -F "pid=$1," | awk '$2 > 0 { f = 1 } END { exit !f }'; }
+has_backlog_tcp () { ss -Hltn "sport = :$1" | awk '$2 > 0 { f = 1 } END { exit !f }'; }
+has_backlog_unix () { ss -Hlx | awk -v p="$1" '$5 == p && $3 > 0 { f = 1 } END { exit !f }'; }
 
 # True when no socket of PID has unread bytes queued (so PID has read
 # everything its peers sent so far).  For wait_until.
