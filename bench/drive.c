@@ -13,7 +13,12 @@
  *   other_cpu          share of all CPUs that other processes used meanwhile
  *
  *   drive --scenario up|down|both|ping|split --listen unix:PATH|tcp
- *         [--bytes N] [--count N] [--timeout SECS] -- HELPER ARGS...
+ *         [--bytes N] [--count N] [--max-seconds S] [--timeout SECS]
+ *         -- HELPER ARGS...
+ *
+ * A ping-pong stops after --count round trips, or once --max-seconds have
+ * passed (so a helper that stalls 40 ms per round trip does not take all
+ * day), whichever comes first.
  *
  * In HELPER ARGS, {PATH} is replaced by the UNIX socket's path and {PORT}
  * by the TCP port (127.0.0.1, an ephemeral port chosen per run).
@@ -51,7 +56,7 @@
 #define SAMPLE 16u              /* bytes compared per sample */
 #define MSG 64u                 /* ping-pong message size */
 #define SPLIT_FIRST 16u         /* split ping-pong: the first part's size */
-#define WARMUP 10u              /* untimed round trips before a ping-pong */
+#define WARMUP 10u              /* untimed round trips before a ping-pong (at most) */
 
 enum scenario { UP, DOWN, BOTH, PING, SPLIT };
 enum after { KEEP_OPEN, CLOSE, SHUT_WRITE };
@@ -306,15 +311,19 @@ echo (void *arg)
 }
 
 /* The client side of a ping-pong, on the helper's stdin and stdout.
- * Returns the seconds taken by count timed round trips, or < 0. */
+ * Returns the seconds taken by *trips timed round trips, or < 0. */
 static double
-ping_pong (int in, int out, struct echo *e, unsigned count, char *error, size_t errlen)
+ping_pong (int in, int out, struct echo *e, unsigned count, double max_seconds,
+           unsigned *trips, char *error, size_t errlen)
 {
   unsigned char req[MSG], rep[MSG];
   double t0 = 0;
 
-  for (unsigned i = 0; i < WARMUP + count; i++) {
-    if (i == WARMUP)
+  unsigned warmup = count < WARMUP ? count : WARMUP;
+
+  *trips = 0;
+  for (unsigned i = 0; i < warmup + count; i++) {
+    if (i == warmup)
       t0 = now ();
     memcpy (req, pattern + (uint64_t) i * MSG % PERIOD, MSG);
     bool ok;
@@ -337,8 +346,113 @@ ping_pong (int in, int out, struct echo *e, unsigned count, char *error, size_t 
         snprintf (error, errlen, "round trip %u: wrong reply", i);
         return -1;
       }
+    if (i >= warmup && ++*trips && max_seconds > 0 && now () - t0 >= max_seconds)
+      break;
   }
   return now () - t0;
+}
+
+/* One run's fds, parameters and results. */
+struct run {
+  enum scenario sc;
+  int in, out;            /* our ends of the helper's stdin and stdout */
+  int conn;               /* the helper's connection, at the far side */
+  uint64_t bytes;         /* per direction */
+  unsigned count;         /* ping-pong round trips */
+  double max_seconds;     /* ping-pong time cap, 0 for none */
+  double elapsed;         /* seconds to the last wanted byte / timed round trips */
+  uint64_t moved;         /* bytes delivered, both directions */
+  unsigned trips;         /* timed round trips done */
+  bool waited_for_stdin;  /* down: the helper exited only once stdin closed */
+  char error[256];        /* the first thing that went wrong, or empty */
+};
+
+/* up, down or both: sources and sinks on both sides, then the verdict.
+ * Closes r->in and r->conn. */
+static void
+transfer (struct run *r)
+{
+  enum scenario sc = r->sc;
+  /* up: stdin -> socket.  down: socket -> stdout.  The phases differ so a
+   * byte that went the wrong way is caught. */
+  struct stream up_src = { .name = "stdin", .fd = r->in, .after = CLOSE };
+  struct stream up_sink = { .name = "upload at the socket", .fd = r->conn };
+  struct stream down_src = { .name = "socket", .fd = r->conn, .phase = PERIOD / 3,
+                             .after = SHUT_WRITE };
+  struct stream down_sink = { .name = "download at stdout", .fd = r->out,
+                              .phase = PERIOD / 3 };
+  struct stream *streams[] = { &up_src, &up_sink, &down_src, &down_sink };
+
+  if (sc != DOWN)
+    up_src.want = up_sink.want = r->bytes;
+  if (sc != UP)
+    down_src.want = down_sink.want = r->bytes;
+  if (sc == BOTH)
+    down_src.first = &up_sink;
+  sem_init (&down_sink.arrived, 0, 0);
+  sem_init (&up_sink.arrived, 0, 0);
+
+  double t0 = now ();
+  if (sc != DOWN) {
+    start (&up_sink, sink);
+    start (&up_src, source);
+  }
+  start (&down_sink, sink);   /* up: checks that nothing comes down */
+  if (sc != UP)
+    start (&down_src, source);
+  if (sc != DOWN)
+    pthread_join (up_src.thread, NULL);
+  if (sc == UP)
+    pthread_join (up_sink.thread, NULL);  /* BOTH: down_src joins it */
+  else
+    pthread_join (down_src.thread, NULL);
+  close (r->conn);                        /* up: ends the helper's download */
+  if (sc == DOWN) {
+    /* stdin stays open and idle, as ssh keeps it, until stdout reaches
+     * EOF; a helper that waits for stdin EOF instead gets it after a
+     * grace second, and the run says so. */
+    struct timespec grace;
+    while (sem_wait (&down_sink.arrived) < 0 && errno == EINTR)
+      ;
+    clock_gettime (CLOCK_REALTIME, &grace);
+    grace.tv_sec += 1;
+    r->waited_for_stdin = pthread_timedjoin_np (down_sink.thread, NULL, &grace) != 0;
+    close (r->in);
+    if (r->waited_for_stdin)
+      pthread_join (down_sink.thread, NULL);
+  }
+  else
+    pthread_join (down_sink.thread, NULL);
+
+  for (size_t i = 0; i < 4; i++)
+    if (!r->error[0] && streams[i]->error[0])
+      snprintf (r->error, sizeof r->error, "%s", streams[i]->error);
+  /* Time to the last wanted byte, not to the helper's exit. */
+  double last = up_sink.want ? up_sink.t_last : 0;
+  if (down_sink.want && down_sink.t_last > last)
+    last = down_sink.t_last;
+  r->elapsed = last - t0;
+  r->moved = up_sink.done + down_sink.done;
+}
+
+/* ping or split: the client on the helper's stdio, the echo at the far
+ * side.  Closes r->in and r->conn, and drains r->out to EOF. */
+static void
+ping (struct run *r)
+{
+  struct echo e = { .fd = r->conn, .split = r->sc == SPLIT };
+  char drain[4096];
+
+  sem_init (&e.first_part, 0, 0);
+  if (pthread_create (&e.thread, NULL, echo, &e) != 0)
+    die ("pthread_create failed");
+  r->elapsed = ping_pong (r->in, r->out, &e, r->count, r->max_seconds, &r->trips,
+                          r->error, sizeof r->error);
+  close (r->in);                          /* the helper half-closes, the echo ends */
+  pthread_join (e.thread, NULL);
+  close (r->conn);
+  while (read (r->out, drain, sizeof drain) > 0)
+    ;
 }
 
 /* Busy jiffies of all CPUs (everything but idle and iowait). */
@@ -455,7 +569,7 @@ static void
 usage (void)
 {
   die ("usage: drive --scenario up|down|both|ping|split --listen unix:PATH|tcp "
-       "[--bytes N] [--count N] [--timeout SECS] -- HELPER ARGS...");
+       "[--bytes N] [--count N] [--max-seconds S] [--timeout SECS] -- HELPER ARGS...");
 }
 
 int
@@ -465,6 +579,7 @@ main (int argc, char **argv)
   enum scenario sc = UP;
   uint64_t bytes = 0;
   unsigned count = 1000;
+  double max_seconds = 0;
   int timeout = 300, argi;
   static const char *const names[] = { "up", "down", "both", "ping", "split" };
 
@@ -480,6 +595,8 @@ main (int argc, char **argv)
       bytes = strtoull (val, NULL, 10);
     else if (strcmp (opt, "--count") == 0)
       count = strtoul (val, NULL, 10);
+    else if (strcmp (opt, "--max-seconds") == 0)
+      max_seconds = strtod (val, NULL);
     else if (strcmp (opt, "--timeout") == 0)
       timeout = atoi (val);
     else
@@ -497,7 +614,7 @@ main (int argc, char **argv)
   fill_pattern ();
   signal (SIGPIPE, SIG_IGN);
 
-  char path[108], port[16], error[256] = "";
+  char path[108], port[16];
   int listener = make_listener (listen_spec, path, sizeof path, port, sizeof port);
   int in[2], out[2];                    /* the helper's stdin and stdout */
   if (pipe2 (in, O_CLOEXEC) < 0 || pipe2 (out, O_CLOEXEC) < 0)
@@ -530,112 +647,44 @@ main (int argc, char **argv)
   close (out[1]);
 
   pthread_t dog;
-  pthread_create (&dog, NULL, watchdog, &timeout);
+  if (pthread_create (&dog, NULL, watchdog, &timeout) != 0)
+    die ("pthread_create failed");
 
-  int conn = accept_helper (listener, timeout, error, sizeof error);
+  struct run run = { .sc = sc, .in = in[1], .out = out[0],
+                     .bytes = bytes, .count = count, .max_seconds = max_seconds };
+  run.conn = accept_helper (listener, timeout, run.error, sizeof run.error);
   close (listener);
   if (path[0])
     unlink (path);
-  if (conn >= 0 && port[0]) {
-    int one = 1;
-    setsockopt (conn, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (run.conn >= 0 && port[0]) {
+    int one = 1;  /* the far side itself must not add Nagle stalls */
+    setsockopt (run.conn, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
 
-  /* up: stdin -> socket.  down: socket -> stdout.  The phases differ so a
-   * byte that went the wrong way is caught. */
-  struct stream up_src = { .name = "stdin", .fd = in[1], .after = CLOSE };
-  struct stream up_sink = { .name = "upload at the socket", .fd = conn };
-  struct stream down_src = { .name = "socket", .fd = conn, .phase = PERIOD / 3,
-                             .after = SHUT_WRITE };
-  struct stream down_sink = { .name = "download at stdout", .fd = out[0],
-                              .phase = PERIOD / 3 };
-  struct stream *streams[] = { &up_src, &up_sink, &down_src, &down_sink };
-  bool waited_for_stdin = false;
-  double t0, elapsed = 0;
-  uint64_t moved = 0;
-  unsigned trips = 0;
-
-  if (conn >= 0 && sc <= BOTH) {
-    if (sc != DOWN)
-      up_src.want = up_sink.want = bytes;
-    if (sc != UP)
-      down_src.want = down_sink.want = bytes;
-    if (sc == BOTH)
-      down_src.first = &up_sink;
-    sem_init (&down_sink.arrived, 0, 0);
-    sem_init (&up_sink.arrived, 0, 0);
-    t0 = now ();
-    if (sc != DOWN) {
-      start (&up_sink, sink);
-      start (&up_src, source);
-    }
-    start (&down_sink, sink);   /* up: checks that nothing comes down */
-    if (sc != UP)
-      start (&down_src, source);
-    if (sc != DOWN)
-      pthread_join (up_src.thread, NULL);
-    if (sc == UP)
-      pthread_join (up_sink.thread, NULL);  /* BOTH: down_src joins it */
-    else
-      pthread_join (down_src.thread, NULL);
-    close (conn);                          /* up: ends the helper's download */
-    if (sc == DOWN) {
-      /* stdin stays open and idle, as ssh keeps it, until stdout reaches
-       * EOF; a helper that waits for stdin EOF instead gets it after a
-       * grace second, and the run says so. */
-      struct timespec grace;
-      while (sem_wait (&down_sink.arrived) < 0 && errno == EINTR)
-        ;
-      clock_gettime (CLOCK_REALTIME, &grace);
-      grace.tv_sec += 1;
-      if (pthread_timedjoin_np (down_sink.thread, NULL, &grace) != 0) {
-        waited_for_stdin = true;
-        close (in[1]);
-        pthread_join (down_sink.thread, NULL);
-      }
-      else
-        close (in[1]);
-    }
-    else
-      pthread_join (down_sink.thread, NULL);
-    for (size_t i = 0; i < 4; i++)
-      if (!error[0] && streams[i]->error[0])
-        snprintf (error, sizeof error, "%s", streams[i]->error);
-    /* Time to the last wanted byte, not to the helper's exit. */
-    double last = up_sink.want ? up_sink.t_last : 0;
-    if (down_sink.want && down_sink.t_last > last)
-      last = down_sink.t_last;
-    elapsed = last - t0;
-    moved = up_sink.done + down_sink.done;
-  }
-  else if (conn >= 0) {
-    struct echo e = { .fd = conn, .split = sc == SPLIT };
-    sem_init (&e.first_part, 0, 0);
-    pthread_create (&e.thread, NULL, echo, &e);
-    elapsed = ping_pong (in[1], out[0], &e, count, error, sizeof error);
-    trips = elapsed >= 0 ? count : 0;
-    close (in[1]);                         /* the helper half-closes, the echo ends */
-    pthread_join (e.thread, NULL);
-    close (conn);
-    char drain[4096];
-    while (read (out[0], drain, sizeof drain) > 0)
-      ;
-  }
-  else {
+  if (run.conn < 0)
     close (in[1]);
-  }
+  else if (sc <= BOTH)
+    transfer (&run);
+  else
+    ping (&run);
   close (out[0]);
 
+  /* Wait for the exit without reaping, so the watchdog can never kill a
+   * reused PID; then stop the watchdog, then reap with the rusage. */
+  siginfo_t info;
   int status;
-  while (wait4 (helper_pid, &status, 0, &helper_ru) < 0)
+  while (waitid (P_PID, helper_pid, &info, WEXITED | WNOWAIT) < 0)
     if (errno != EINTR)
-      die ("wait4: %m");
+      die ("waitid: %m");
   double wall = now () - launched;
   pthread_mutex_lock (&lock);
   finished = true;
   pthread_cond_signal (&finished_cond);
   pthread_mutex_unlock (&lock);
   pthread_join (dog, NULL);
+  while (wait4 (helper_pid, &status, 0, &helper_ru) < 0)
+    if (errno != EINTR)
+      die ("wait4: %m");
   getrusage (RUSAGE_SELF, &self1);
   unsigned long long busy = busy_jiffies () - busy0;
 
@@ -654,14 +703,14 @@ main (int argc, char **argv)
   else
     snprintf (st, sizeof st, "signal %d", WTERMSIG (status));
   if (timed_out)
-    snprintf (error, sizeof error, "timed out after %d s, helper killed", timeout);
+    snprintf (run.error, sizeof run.error, "timed out after %d s, helper killed", timeout);
 
   /* data: every byte arrived, intact.  status: the helper's exit. */
   printf ("data=%s\tmoved=%llu\tround_trips=%u\tseconds=%.6f\tuser=%.6f\tsys=%.6f\t"
           "maxrss_kib=%ld\tstatus=%s\twaited_for_stdin=%d\tother_cpu=%.3f\tnote=%s\n",
-          error[0] ? "bad" : "ok", (unsigned long long) moved, trips,
-          elapsed > 0 ? elapsed : 0, seconds (helper_ru.ru_utime),
-          seconds (helper_ru.ru_stime), helper_ru.ru_maxrss, st, waited_for_stdin, other,
-          error[0] ? error : "-");
+          run.error[0] ? "bad" : "ok", (unsigned long long) run.moved, run.trips,
+          run.elapsed > 0 ? run.elapsed : 0, seconds (helper_ru.ru_utime),
+          seconds (helper_ru.ru_stime), helper_ru.ru_maxrss, st, run.waited_for_stdin,
+          other, run.error[0] ? run.error : "-");
   return 0;
 }

@@ -5,6 +5,7 @@
                               "SCENARIO HELPER SPREAD%" lines
   report.py --table PCT RAW   the table (medians over rounds) and its legend
 """
+import re
 import statistics
 import sys
 
@@ -79,11 +80,26 @@ def why(run):
     return text + (f" (stderr: {run['stderr']})" if run.get("stderr") else "")
 
 
-def ratio(value, base):
-    if not base:
+def ratio(runs, base_runs):
+    """Median over rounds of the run's figure / the base's in the same round:
+    neighbours in time share the machine's mood, so pairs cancel most of it."""
+    base = {r["round"]: rate(r) for r in base_runs or []}
+    pairs = [rate(r) / base[r["round"]] for r in runs if base.get(r["round"])]
+    if not pairs:
         return "-"
-    x = value / base
+    x = statistics.median(pairs)
     return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
+
+
+def reasons(runs):
+    """Why the runs are not plain 'yes': each kind of reason once (numbers
+    aside), with one example and how many rounds it happened in."""
+    kinds = {}
+    for r in runs:
+        if verdict([r]) != "yes":
+            text = why(r)
+            kinds.setdefault(re.sub(r"[0-9]+", "#", text), [0, text])[0] += 1
+    return "; ".join(f"{text} [{n} of {len(runs)} rounds]" for n, text in kinds.values())
 
 
 def table(cells, max_spread):
@@ -92,7 +108,7 @@ def table(cells, max_spread):
             "other CPU", "spread", "n", "verified")
     rows, notes = [], []
     for (scenario, helper), runs in cells.items():
-        nc, ref = med.get((scenario, "nc")), med.get((scenario, "splice-ref"))
+        nc, ref = cells.get((scenario, "nc")), cells.get((scenario, "splice-ref"))
         value = med[(scenario, helper)]
         ping = is_ping(scenario)
         sp = spread(runs)
@@ -102,17 +118,13 @@ def table(cells, max_spread):
             f"{value:.1f}" if ping else f"{value:.0f}",
             f"{statistics.median(cpu(r) for r in runs):.2f}",
             f"{statistics.median(int(r['maxrss_kib']) for r in runs):.0f}",
-            ratio(value, nc), ratio(value, ref),
+            ratio(runs, nc), ratio(runs, ref),
             f"{statistics.median(float(r['other_cpu']) for r in runs) * 100:.0f}%",
             f"{sp:.0f}%" + ("!" if sp > max_spread else ""),
             str(len(runs)), v))
         if v != "yes":
-            seen = []
-            for r in runs:
-                if why(r) not in seen:
-                    seen.append(why(r))
             notes.append(f"  {SCENARIOS.get(scenario, scenario)} / {runs[0]['label']}: "
-                         + "; ".join(seen))
+                         + reasons(runs))
     widths = [max(len(str(x[i])) for x in [head] + rows) for i in range(len(head))]
     left = 2  # scenario and helper are left-aligned, numbers right-aligned
     fmt = lambda row: "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w)
@@ -129,12 +141,16 @@ def table(cells, max_spread):
     print("* ping rows: microseconds per round trip and CPU microseconds per round trip.")
     print("MiB/s: bytes delivered (both directions for 'both') / time to the last byte;"
           " CPU: user+sys of the helper process alone (wait4 rusage).")
-    print("x nc, x splice: the row's first figure / nc's (the splice reference's) in the same"
-          " scenario; for MiB/s higher is better, for ping rows lower is better.")
+    print("x nc, x splice: median over the rounds of the row's first figure / nc's (the splice"
+          " reference's) in the same round; for MiB/s higher is better, for ping rows lower.")
     print("other CPU: share of all CPUs used by other processes during the run (machine noise).")
     print(f"spread: (max - min) / median of the rounds' first figure; '!' = above {max_spread:g}%"
           " even after extra rounds.  n: rounds.  Figures are medians over the n rounds.")
     allruns = [r for runs in cells.values() for r in runs]
+    busy = statistics.median(float(r["other_cpu"]) for r in allruns) * 100
+    if busy > 25:
+        print(f"WARNING: other processes kept a median {busy:.0f}% of all CPUs busy during"
+              " these runs; differences within the spread are noise.")
     bad = sum(r["data"] != "ok" for r in allruns)
     print(f"verified: {len(allruns) - bad} of {len(allruns)} runs delivered every byte intact"
           " (count + sampled content); 'yes' also needs exit status 0, and an exit on the"

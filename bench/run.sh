@@ -14,7 +14,8 @@ usage: bench/run.sh [OPTIONS]
   --bytes SIZE        payload per direction (K, M, G suffixes; default 1G)
   --rounds N          interleaved rounds (default 3)
   --ping-count N      64-byte round trips over UNIX (default 10000)
-  --split-count N     split-message round trips over TCP (default 100)
+  --split-count N     split-message round trips over TCP (default 1000)
+  --ping-seconds S    end either ping-pong after S seconds if not done (default 2)
   --helpers LIST      comma-separated subset of:
                       ferry,ferry-copy,nc,socat,socat-1m,virt-ssh-helper,splice-ref
   --scenarios LIST    comma-separated subset of: up-unix,down-unix,both-unix,
@@ -22,19 +23,20 @@ usage: bench/run.sh [OPTIONS]
   --ferry PATH        measure this ferry binary (default: build one with meson)
   --build-dir DIR     where ferry and the bench tools are built (default bench/.build)
   --max-spread PCT    a cell whose rounds spread more than PCT% gets extra rounds (default 20)
-  --extra-rounds N    at most N extra rounds for noisy cells (default 2)
+  --extra-rounds N    at most N extra rounds for noisy cells (default 1)
   --timeout SECS      kill a helper that takes longer than SECS in one run (default 120)
   --raw FILE          keep the raw per-run records in FILE
 EOF
 }
 
-bytes=1G rounds=3 ping_count=10000 split_count=100 max_spread=20 extra_rounds=2
+bytes=1G rounds=3 ping_count=10000 split_count=1000 ping_seconds=2 max_spread=20 extra_rounds=1
 timeout=120 ferry= build_dir=$here/.build raw_keep= quick=
 helpers=ferry,ferry-copy,nc,socat,socat-1m,virt-ssh-helper,splice-ref
 scenarios=up-unix,down-unix,both-unix,up-tcp,down-tcp,both-tcp,ping-unix,split-tcp
 while [ $# -gt 0 ]; do
     case $1 in
-    --quick) quick=1 bytes=4M rounds=1 ping_count=200 split_count=10 extra_rounds=0 timeout=20
+    --quick) quick=1 bytes=4M rounds=1 ping_count=200 split_count=4 ping_seconds=0.5
+             extra_rounds=0 timeout=20
              shift; continue ;;
     -h|--help) usage; exit 0 ;;
     esac
@@ -44,6 +46,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2 ;;
     --ping-count) ping_count=$2 ;;
     --split-count) split_count=$2 ;;
+    --ping-seconds) ping_seconds=$2 ;;
     --helpers) helpers=$2 ;;
     --scenarios) scenarios=$2 ;;
     --ferry) ferry=$2 ;;
@@ -65,6 +68,7 @@ esac
 for n in "$bytes" "$rounds" "$ping_count" "$split_count" "$max_spread" "$extra_rounds" "$timeout"; do
     [[ $n =~ ^[0-9]+$ ]] || { echo "bench: not a number: '$n'" >&2; exit 2; }
 done
+[[ $ping_seconds =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "bench: not a number: '$ping_seconds'" >&2; exit 2; }
 
 # --- build ------------------------------------------------------------------
 mkdir -p "$build_dir"
@@ -74,12 +78,19 @@ for tool in drive splice-ref; do
         cc -O2 -Wall -Wextra -Werror -pthread -o "$build_dir/$tool" "$here/$tool.c"
     fi
 done
+ferry_origin="given with --ferry"
 if [ -z "$ferry" ]; then
-    if [ ! -f "$build_dir/ferry/build.ninja" ]; then
-        meson setup "$build_dir/ferry" "$top" >/dev/null
+    if { [ ! -f "$build_dir/ferry/build.ninja" ] &&
+         ! meson setup "$build_dir/ferry" "$top" > "$build_dir/ferry-build.log" 2>&1; } ||
+       ! ninja -C "$build_dir/ferry" > "$build_dir/ferry-build.log" 2>&1; then
+        tail -n 20 "$build_dir/ferry-build.log" >&2
+        echo "bench: building ferry failed (log: $build_dir/ferry-build.log)" >&2
+        exit 1
     fi
-    ninja -C "$build_dir/ferry" >/dev/null
     ferry=$build_dir/ferry/src/ferry
+    ferry_origin="built from git $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'),"
+    ferry_origin+=" buildtype $(meson introspect --buildoptions "$build_dir/ferry" 2>/dev/null |
+        python3 -c 'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "buildtype"))' 2>/dev/null || echo '?')"
 fi
 [ -x "$ferry" ] || { echo "bench: no ferry binary at $ferry" >&2; exit 2; }
 
@@ -179,8 +190,8 @@ run_one () {  # ROUND SCENARIO HELPER
     fi
     local args=(--scenario "$kind" --listen "$listen" --bytes "$bytes" --timeout "$timeout")
     case $kind in
-    ping) args+=(--count "$ping_count") ;;
-    split) args+=(--count "$split_count") ;;
+    ping) args+=(--count "$ping_count" --max-seconds "$ping_seconds") ;;
+    split) args+=(--count "$split_count" --max-seconds "$ping_seconds") ;;
     esac
     # shellcheck disable=SC2086  # cmd is a command line of plain words
     if ! out=$("$build_dir/drive" "${args[@]}" -- $cmd 2> "$tmp/stderr"); then
@@ -195,8 +206,8 @@ run_one () {  # ROUND SCENARIO HELPER
 
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
 echo "ferry bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs (${cpu_model:-unknown CPU})"
-echo "ferry: $ferry ($("$ferry" --version 2>/dev/null || echo '?'), git $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'))"
-echo "payload: $bytes bytes per direction; $rounds interleaved rounds; ping-pong $ping_count round trips (UNIX), split ping-pong $split_count (TCP)${quick:+; QUICK smoke mode, figures are meaningless}"
+echo "ferry: $ferry ($("$ferry" --version 2>/dev/null || echo '?'), $ferry_origin)"
+echo "payload: $bytes bytes per direction; $rounds interleaved rounds; ping-pong $ping_count round trips (UNIX), split ping-pong $split_count (TCP), each at most ${ping_seconds} s${quick:+; QUICK smoke mode, figures are meaningless}"
 echo "helpers, in run order: $(for h in "${run_list[@]}"; do label "$h"; done | paste -sd';' | sed 's/;/; /g')"
 for s in "${skipped[@]}"; do echo "not run: $s"; done
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)

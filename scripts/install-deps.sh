@@ -13,6 +13,7 @@ PACKAGES="
   nbdkit libnbd-bin qemu-utils
   openssh-server openssh-client
   libvirt-daemon libvirt-clients
+  systemd
 "
 
 missing=

@@ -91,6 +91,125 @@ parse_fd (struct address *a, const char *rest, GError **error)
   return true;
 }
 
+/* %XX-decode @len bytes of @text; NULL for a bad escape or an encoded NUL. */
+static char *
+uri_decode (const char *text, size_t len)
+{
+  g_autofree char *raw = g_strndup (text, len);
+
+  return g_uri_unescape_string (raw, NULL);
+}
+
+static bool
+parse_ssh_param (struct address *a, const char *param, GError **error)
+{
+  struct address_ssh *ssh = &a->ssh;
+  const char *eq = strchr (param, '=');
+  g_autofree char *name = eq ? g_strndup (param, eq - param) : g_strdup (param);
+  g_autofree char *value = eq ? uri_decode (eq + 1, strlen (eq + 1)) : NULL;
+
+  if (eq == NULL || value == NULL || value[0] == '\0')
+    return fail (error, a->text, "expected NAME=VALUE after '?' or '&'");
+  if (strcmp (name, "tcp") == 0) {
+    struct address tcp = { .text = a->text };
+    bool ok = parse_tcp (&tcp, value, error);
+    ssh->tcp_host = tcp.host;
+    ssh->tcp_port = tcp.port;
+    return ok;
+  }
+  if (strcmp (name, "proxy") == 0) {
+    static const char *const names[] = { "auto", "direct", "exec" };
+    for (size_t i = 0; i < G_N_ELEMENTS (names); i++)
+      if (strcmp (value, names[i]) == 0) {
+        ssh->proxy = (enum ssh_proxy) i;
+        return true;
+      }
+    return fail (error, a->text, "proxy= must be auto, direct or exec");
+  }
+  if (strcmp (name, "known_hosts_verify") == 0) {
+    static const char *const names[] = { "normal", "auto", "ignore" };
+    for (size_t i = 0; i < G_N_ELEMENTS (names); i++)
+      if (strcmp (value, names[i]) == 0) {
+        ssh->verify = (enum ssh_verify) i;
+        ssh->verify_set = true;
+        return true;
+      }
+    return fail (error, a->text, "known_hosts_verify= must be normal, auto or ignore");
+  }
+  if (strcmp (name, "keyfile") == 0) {
+    g_free (ssh->keyfile);
+    ssh->keyfile = g_steal_pointer (&value);
+    return true;
+  }
+  if (strcmp (name, "known_hosts") == 0) {
+    g_free (ssh->known_hosts);
+    ssh->known_hosts = g_steal_pointer (&value);
+    return true;
+  }
+  g_autofree char *reason =
+    g_strdup_printf ("unknown parameter '%s' (expected tcp, proxy, keyfile, "
+                     "known_hosts or known_hosts_verify)", name);
+  return fail (error, a->text, reason);
+}
+
+/* ssh://[USER@]HOST[:PORT]/PATH[?PARAMS] or ssh://[USER@]HOST[:PORT]?tcp=H:P[&PARAMS] */
+static bool
+parse_ssh (struct address *a, const char *rest, GError **error)
+{
+  struct address_ssh *ssh = &a->ssh;
+  size_t auth_len = strcspn (rest, "/?");
+  const char *query = strchr (rest + auth_len, '?');
+  const char *path = rest[auth_len] == '/' ? rest + auth_len : NULL;
+  const char *at = memchr (rest, '@', auth_len);
+  const char *host = at ? at + 1 : rest;
+  const char *end = rest + auth_len, *colon;
+
+  a->kind = ADDRESS_SSH;
+  if (at) {
+    ssh->user = uri_decode (rest, at - rest);
+    if (ssh->user == NULL || ssh->user[0] == '\0')
+      return fail (error, a->text, "empty or malformed user name");
+  }
+  if (host[0] == '[') {
+    const char *close = memchr (host, ']', end - host);
+    if (close == NULL || (close + 1 != end && close[1] != ':'))
+      return fail (error, a->text, "expected [ADDRESS] or [ADDRESS]:PORT");
+    ssh->host = g_strndup (host + 1, close - host - 1);
+    colon = close + 1 != end ? close + 1 : NULL;
+  } else {
+    colon = memchr (host, ':', end - host);
+    ssh->host = g_strndup (host, (colon ? colon : end) - host);
+  }
+  if (ssh->host[0] == '\0')
+    return fail (error, a->text, "empty host");
+  if (colon) {
+    gint64 n;
+    char *num_end;
+    ssh->port = g_strndup (colon + 1, end - colon - 1);
+    n = g_ascii_strtoll (ssh->port, &num_end, 10);
+    if (ssh->port[0] == '\0' || *num_end != '\0' || n <= 0 || n > 65535)
+      return fail (error, a->text, "ssh port must be 1-65535");
+  }
+  if (path) {
+    ssh->path = uri_decode (path, (query ? query : path + strlen (path)) - path);
+    if (ssh->path == NULL)
+      return fail (error, a->text, "malformed %-escape in the socket path");
+    if (strcmp (ssh->path, "/") == 0)
+      return fail (error, a->text, "empty socket path");
+  }
+  if (query) {
+    g_auto (GStrv) params = g_strsplit (query + 1, "&", -1);
+    for (char **p = params; *p; p++)
+      if (!parse_ssh_param (a, *p, error))
+        return false;
+  }
+  if (ssh->path && ssh->tcp_host)
+    return fail (error, a->text, "give either a socket path or tcp=HOST:PORT, not both");
+  if (!ssh->path && !ssh->tcp_host)
+    return fail (error, a->text, "expected ssh://HOST/ABSOLUTE/PATH or ssh://HOST?tcp=HOST:PORT");
+  return true;
+}
+
 /* A libvirt URI becomes the UNIX address of the socket it resolves to;
  * libvirt's own messages need no "invalid address" prefix. */
 static bool
@@ -130,6 +249,8 @@ address_parse_flags (const char *text, unsigned flags, GError **error)
     ok = parse_tcp (a, text + 4, error);
   else if (g_str_has_prefix (text, "fd:"))
     ok = parse_fd (a, text + 3, error);
+  else if (g_str_has_prefix (text, "ssh://"))
+    ok = parse_ssh (a, text + 6, error);
   else if (virt_uri_matches (text))
     ok = parse_libvirt (a, flags, error);
   else if (text[0] == '@' || strchr (text, '/'))
@@ -137,7 +258,7 @@ address_parse_flags (const char *text, unsigned flags, GError **error)
   else if (strchr (text, ':'))
     ok = parse_tcp (a, text, error);
   else
-    ok = fail (error, text, "expected unix:PATH, HOST:PORT, fd:N or a libvirt URI");
+    ok = fail (error, text, "expected unix:PATH, HOST:PORT, fd:N, ssh://HOST/PATH or a libvirt URI");
   if (!ok)
     return NULL;
   if (a->name == NULL)
@@ -155,6 +276,14 @@ address_free (struct address *a)
   g_free (a->path);
   g_free (a->host);
   g_free (a->port);
+  g_free (a->ssh.user);
+  g_free (a->ssh.host);
+  g_free (a->ssh.port);
+  g_free (a->ssh.path);
+  g_free (a->ssh.tcp_host);
+  g_free (a->ssh.tcp_port);
+  g_free (a->ssh.keyfile);
+  g_free (a->ssh.known_hosts);
   g_free (a);
 }
 
@@ -168,6 +297,18 @@ address_unix_sockaddr (const struct address *a, struct sockaddr_un *sun)
   /* Abstract names start with a NUL byte and are not NUL-terminated. */
   memcpy (sun->sun_path + a->abstract, a->path, len);
   return offsetof (struct sockaddr_un, sun_path) + a->abstract + len + !a->abstract;
+}
+
+char *
+address_ssh_target (const struct address *a)
+{
+  const struct address_ssh *ssh = &a->ssh;
+
+  if (ssh->path)
+    return g_strconcat ("unix:", ssh->path, NULL);
+  if (strchr (ssh->tcp_host, ':'))
+    return g_strdup_printf ("tcp:[%s]:%s", ssh->tcp_host, ssh->tcp_port);
+  return g_strdup_printf ("tcp:%s:%s", ssh->tcp_host, ssh->tcp_port);
 }
 
 const char *

@@ -4,6 +4,11 @@
  *   unix:@NAME, or @NAME                         abstract UNIX socket
  *   tcp:HOST:PORT, HOST:PORT, [V6ADDR]:PORT      TCP
  *   fd:N                                         an inherited connected socket
+ *   ssh://[USER@]HOST[:PORT]/ABS/PATH[?PARAMS]   a remote UNIX socket, over ssh
+ *   ssh://[USER@]HOST[:PORT]?tcp=RHOST:RPORT[&PARAMS]   a remote TCP port, over ssh
+ *     PARAMS, '&'-separated: proxy=auto|direct|exec, keyfile=FILE,
+ *     known_hosts=FILE, known_hosts_verify=normal|auto|ignore
+ *     (libvirt's names); %XX escapes are decoded in the path and values.
  *   DRIVER:///system, DRIVER:///session[?...]    a libvirt daemon's UNIX socket
  *                                                (resolved by virt-uri.c)
  */
@@ -18,6 +23,36 @@ enum address_kind {
   ADDRESS_UNIX,
   ADDRESS_TCP,
   ADDRESS_FD,
+  ADDRESS_SSH,
+};
+
+/* How an ssh:// address reaches the remote socket. */
+enum ssh_proxy {
+  SSH_PROXY_AUTO,             /* direct, then exec if the server refuses */
+  SSH_PROXY_DIRECT,           /* a direct-streamlocal or direct-tcpip channel */
+  SSH_PROXY_EXEC,             /* run "<remote-helper> unix:PATH" on the server */
+};
+
+/* What to do with the server's host key (libvirt's known_hosts_verify). */
+enum ssh_verify {
+  SSH_VERIFY_NORMAL,          /* known keys only; an unknown host fails */
+  SSH_VERIFY_AUTO,            /* add an unknown host's key to known_hosts */
+  SSH_VERIFY_IGNORE,          /* accept an unknown host without recording it */
+};
+
+/* The parts of an ssh:// address.  A changed key is fatal whatever @verify. */
+struct address_ssh {
+  char *user;                 /* NULL: from ~/.ssh/config, else the login name */
+  char *host;                 /* as given (a config Host alias is fine), no brackets */
+  char *port;                 /* NULL: from ~/.ssh/config, else 22 */
+  char *path;                 /* remote UNIX socket, absolute; NULL with tcp= */
+  char *tcp_host;             /* tcp=RHOST:RPORT: the remote TCP target */
+  char *tcp_port;
+  enum ssh_proxy proxy;
+  char *keyfile;              /* keyfile=: identity tried after the agent; NULL: ~/.ssh/id_* */
+  char *known_hosts;          /* known_hosts=: NULL means ~/.ssh/known_hosts */
+  enum ssh_verify verify;
+  bool verify_set;            /* known_hosts_verify= was given (wins over ~/.ssh/config) */
 };
 
 struct address {
@@ -31,6 +66,7 @@ struct address {
   char *host;                 /* TCP: name or literal, brackets removed */
   char *port;                 /* TCP: number or service name */
   int fd;                     /* FD: the descriptor number */
+  struct address_ssh ssh;     /* SSH */
 };
 
 enum address_flags {
@@ -47,6 +83,10 @@ void address_free (struct address *address);
 /* Fill @sun for a UNIX address; returns the length to pass to bind/connect. */
 struct sockaddr_un;
 unsigned address_unix_sockaddr (const struct address *address, struct sockaddr_un *sun);
+
+/* The remote target of an ssh:// address as a ferry address
+ * ("unix:PATH" or "tcp:HOST:PORT"), e.g. for a remote helper.  Free it. */
+char *address_ssh_target (const struct address *address);
 
 /* The name messages use (@name). */
 const char *address_display_name (const struct address *address);

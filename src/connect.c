@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "endpoint-fd.h"
+#include "endpoint-ssh.h"
 #include "error.h"
 
 void
@@ -185,6 +186,51 @@ connect_address (const struct address *a, const struct connect_options *opts,
     return connect_tcp (a, opts, error);
   case ADDRESS_FD:
     return adopt_fd (a, opts, error);
+  case ADDRESS_SSH:
+    return ssh_connect_address (a, opts, error);
   }
   g_assert_not_reached ();
+}
+
+struct dialer {
+  const struct address *address;
+  const struct connect_options *options;
+  struct ssh_conn *ssh;       /* ssh://: the shared session; NULL after a failed reconnect */
+};
+
+struct dialer *
+dialer_new (const struct address *a, const struct connect_options *opts, GError **error)
+{
+  struct dialer *d = g_new0 (struct dialer, 1);
+
+  d->address = a;
+  d->options = opts;
+  if (a->kind == ADDRESS_SSH && (d->ssh = ssh_conn_new (a, opts, error)) == NULL) {
+    g_free (d);
+    return NULL;
+  }
+  return d;
+}
+
+struct endpoint *
+dialer_connect (struct dialer *d, GError **error)
+{
+  if (d->address->kind != ADDRESS_SSH)
+    return connect_address (d->address, d->options, error);
+  if (d->ssh == NULL || ssh_conn_is_dead (d->ssh)) {
+    g_clear_pointer (&d->ssh, ssh_conn_unref);
+    d->ssh = ssh_conn_new (d->address, d->options, error);
+    if (d->ssh == NULL)
+      return NULL;
+  }
+  return endpoint_ssh_open (d->ssh, d->address, d->options, error);
+}
+
+void
+dialer_free (struct dialer *d)
+{
+  if (d == NULL)
+    return;
+  ssh_conn_unref (d->ssh);
+  g_free (d);
 }

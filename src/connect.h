@@ -13,6 +13,11 @@ struct connect_options {
   unsigned timeout;           /* seconds; 0 waits as long as the kernel does */
   bool keepalive;             /* SO_KEEPALIVE on TCP */
   int family;                 /* AF_UNSPEC, or AF_INET / AF_INET6 to restrict TCP */
+  unsigned keepalive_interval;  /* ssh: seconds between keepalives; 3 unanswered
+                                   end the session.  0: none */
+  const char *remote_helper;  /* ssh exec mode: the program run on the server */
+  bool ask_password;          /* ssh: also password and keyboard-interactive
+                                 authentication, prompting on the terminal */
   size_t sndbuf, rcvbuf;      /* SO_SNDBUF / SO_RCVBUF bytes; 0 keeps the kernel's */
 };
 
@@ -26,5 +31,16 @@ void socket_set_buffers (int fd, const struct connect_options *options);
 struct endpoint *connect_address (const struct address *address,
                                   const struct connect_options *options,
                                   GError **error);
+
+/* A target connected to again and again (listen-and-forward).  For an
+ * ssh:// target, dialer_new authenticates one session, and every
+ * dialer_connect opens a channel on it (a new session if it died). */
+struct dialer;
+/* @address and @options must outlive the dialer.  Errors as connect_address,
+ * or ssh's host key and authentication codes. */
+struct dialer *dialer_new (const struct address *address,
+                           const struct connect_options *options, GError **error);
+struct endpoint *dialer_connect (struct dialer *dialer, GError **error);
+void dialer_free (struct dialer *dialer);
 
 #endif

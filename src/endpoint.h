@@ -33,6 +33,10 @@ struct endpoint_ops {
   void (*set_interest) (struct endpoint *ep, bool want_read, bool want_write);
   /* Release every resource (watches, fds) and the endpoint itself. */
   void (*free) (struct endpoint *ep);
+  /* Optional (NULL for most kinds): once the stream has ended, the exit
+   * code the far side asks for (a remote command's non-zero status,
+   * already reported on stderr), or 0. */
+  int (*exit_code) (struct endpoint *ep);
   /* Optional: a non-blocking fd that splice(2) may read from (!@write) or
    * write to (@write) in place of readv/writev, or -1.  Endpoints that
    * must see the bytes (framing, encryption) leave this NULL. */

@@ -11,6 +11,8 @@ enum ferry_exit {
   FERRY_EXIT_IO = 4,          /* bytes could not be delivered during the relay */
   FERRY_EXIT_TIMEOUT = 5,     /* --idle-timeout expired */
   FERRY_EXIT_PROTOCOL = 6,    /* --nbd: the peer violated the NBD protocol */
+  FERRY_EXIT_SSH_HOSTKEY = 7, /* ssh: the server's host key is unknown, changed or of another type */
+  FERRY_EXIT_SSH_AUTH = 8,    /* ssh: the server accepted none of our credentials */
   FERRY_EXIT_SIGINT = 130,
   FERRY_EXIT_SIGTERM = 143,
 };

@@ -17,6 +17,7 @@
 struct forward {
   const struct ferry_options *options;
   const struct address *target;
+  struct dialer *dialer;      /* connects to @target (one shared ssh session) */
   GPtrArray *listeners;       /* struct listener; NULL once stopping */
   GPtrArray *relays;          /* the live ones; freed on removal */
   bool accepting;             /* false after the first connection without -k,
@@ -46,6 +47,18 @@ peak_rss (void)
   p += strlen ("VmHWM:");
   p += strspn (p, " \t");
   return g_strndup (p, strcspn (p, "\n"));
+}
+
+/* A one-shot timer (millisecond precision: the seconds variant may fire
+ * up to a second early). */
+static GSource *
+timer_new (unsigned seconds, GSourceFunc callback, struct forward *f)
+{
+  GSource *timer = g_timeout_source_new (MIN (seconds, G_MAXUINT / 1000) * 1000);
+
+  g_source_set_callback (timer, callback, f, NULL);
+  g_source_attach (timer, NULL);
+  return timer;
 }
 
 static void
@@ -96,9 +109,7 @@ forward_update (struct forward *f)
   if (!idle) {
     g_clear_pointer (&f->idle_exit, gsource_release);
   } else if (f->idle_exit == NULL) {
-    f->idle_exit = g_timeout_source_new_seconds (f->options->exit_idle_time);
-    g_source_set_callback (f->idle_exit, on_idle_exit, f, NULL);
-    g_source_attach (f->idle_exit, NULL);
+    f->idle_exit = timer_new (f->options->exit_idle_time, on_idle_exit, f);
   }
 }
 
@@ -141,7 +152,7 @@ on_accept (int fd, const char *peer, void *data)
     f->accepting = false;
   /* A connection restarts the idle countdown, even one that fails. */
   g_clear_pointer (&f->idle_exit, gsource_release);
-  remote = connect_address (f->target, &f->options->connect, &error);
+  remote = dialer_connect (f->dialer, &error);
   if (remote == NULL) {
     ferry_error ("%s: %s", peer, error->message);
     close (fd);
@@ -149,6 +160,7 @@ on_accept (int fd, const char *peer, void *data)
     return;
   }
   config.label = peer;
+  socket_set_buffers (fd, &f->options->connect);
   g_ptr_array_add (f->relays, relay_new (endpoint_socket_new (fd, "client"), remote,
                                          &config, on_relay_done, f));
   f->peak = MAX (f->peak, f->relays->len);
@@ -187,9 +199,7 @@ forward_stop (struct forward *f, const char *signal_name, int signal_exit_code)
   }
   for (guint i = 0; i < f->relays->len; i++)
     relay_drain (f->relays->pdata[i]);
-  f->drain_timer = g_timeout_source_new_seconds (f->options->drain_timeout);
-  g_source_set_callback (f->drain_timer, on_drain_timeout, f, NULL);
-  g_source_attach (f->drain_timer, NULL);
+  f->drain_timer = timer_new (f->options->drain_timeout, on_drain_timeout, f);
   return true;
 }
 
@@ -210,12 +220,13 @@ forward_new (const struct ferry_options *options, const struct address *listen_a
   f->accepting = true;
   f->relays = g_ptr_array_new_with_free_func ((GDestroyNotify) relay_free);
   f->listeners = g_ptr_array_new_with_free_func ((GDestroyNotify) listener_free);
-  if (listen_at) {
+  f->dialer = dialer_new (target, &options->connect, &err);
+  if (f->dialer && listen_at) {
     l = listener_new (listen_at, options->connect.family, on_accept, f, &err);
     if (l)
       g_ptr_array_add (f->listeners, l);
   }
-  for (int i = 0; listen_at == NULL && i < sa->n_fds && err == NULL; i++) {
+  for (int i = 0; f->dialer && listen_at == NULL && i < sa->n_fds && err == NULL; i++) {
     l = listener_new_from_fd (SOCKET_ACTIVATION_FIRST_FD + i, sa->names[i],
                               on_accept, f, &err);
     if (l)
@@ -239,5 +250,6 @@ forward_free (struct forward *f)
   g_clear_pointer (&f->drain_timer, gsource_release);
   g_clear_pointer (&f->listeners, g_ptr_array_unref);
   g_ptr_array_unref (f->relays);
+  dialer_free (f->dialer);
   g_free (f);
 }

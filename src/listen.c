@@ -189,6 +189,10 @@ listener_new (const struct address *a, int family, listener_accept_fn accept_cb,
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
                  "cannot listen on '%s': fd: addresses are connected sockets", a->text);
     return NULL;
+  case ADDRESS_SSH:
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
+                 "cannot listen on '%s': an ssh:// address can only be connected to", a->text);
+    return NULL;
   }
   if (l->fd < 0)
     return NULL;

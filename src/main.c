@@ -18,6 +18,10 @@ static const char description[] =
   "  unix:@NAME, @NAME                      abstract UNIX socket\n"
   "  tcp:HOST:PORT, HOST:PORT, [V6]:PORT    TCP (TCP_NODELAY always on)\n"
   "  fd:N                                   inherited connected socket\n"
+  "  ssh://[USER@]HOST[:PORT]/ABS/PATH      UNIX socket on HOST, over ssh\n"
+  "  ssh://[USER@]HOST[:PORT]?tcp=RHOST:RPORT   TCP port seen from HOST, over ssh\n"
+  "    parameters (&-separated): proxy=auto|direct|exec, keyfile=FILE,\n"
+  "    known_hosts=FILE, known_hosts_verify=normal|auto|ignore\n"
   "  DRIVER:///system, DRIVER:///session    libvirt daemon socket, as libvirt\n"
   "     [?socket=PATH][&mode=auto|legacy|direct]   resolves it (see -r)\n"
   "\n"
@@ -50,7 +54,9 @@ static const char description[] =
   "  0 success, 1 any failure (nc and virt-ssh-helper only),\n"
   "  2 usage error, 3 cannot connect or listen,\n"
   "  4 I/O failure during the relay, 5 idle timeout,\n"
-  "  130 SIGINT, 143 SIGTERM.\n";
+  "  7 ssh host key unknown or changed, 8 ssh authentication failed,\n"
+  "  130 SIGINT, 143 SIGTERM.  In ssh exec mode a remote helper's non-zero\n"
+  "  exit status becomes ferry's.\n";
 
 /* --buffer-size, --sndbuf, --rcvbuf: @data is the group's, the options. */
 static gboolean
@@ -76,6 +82,30 @@ parse_size (const char *name, const char *value, gpointer data, GError **error)
     return FALSE;
   }
   *out = n * scale;
+  return TRUE;
+}
+
+/* --keepalive alone: SO_KEEPALIVE on TCP; --keepalive=SECS also sends ssh
+ * keepalives every SECS seconds on ssh:// sessions. */
+static gboolean
+parse_keepalive (const char *name, const char *value, gpointer data, GError **error)
+{
+  struct connect_options *connect = &((struct ferry_options *) data)->connect;
+  char *end;
+  guint64 n;
+
+  (void) name;
+  connect->keepalive = true;
+  if (value == NULL)
+    return TRUE;
+  n = g_ascii_strtoull (value, &end, 10);
+  if (end == value || *end != '\0' || n == 0 || n > 86400) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
+                 "invalid --keepalive '%s': expected seconds between keepalives, 1-86400",
+                 value);
+    return FALSE;
+  }
+  connect->keepalive_interval = (unsigned) n;
   return TRUE;
 }
 
@@ -113,7 +143,7 @@ int
 main (int argc, char **argv)
 {
   struct ferry_options options;
-  gboolean listen = FALSE, keep = FALSE, no_shutdown = FALSE, keepalive = FALSE;
+  gboolean listen = FALSE, keep = FALSE, no_shutdown = FALSE, ask_password = FALSE;
   gboolean verbose = FALSE, version = FALSE, no_splice = FALSE, readonly = FALSE;
   int idle_timeout = 0, connect_timeout = 0;
   int max_connections = 0, exit_idle_time = 0, drain_timeout = -1;
@@ -166,8 +196,14 @@ main (int argc, char **argv)
     { "drain-timeout", 0, 0, G_OPTION_ARG_INT, &drain_timeout,
       "With a TARGET, on SIGTERM give live connections SECS to deliver (default 10)",
       "SECS" },
-    { "keepalive", 0, 0, G_OPTION_ARG_NONE, &keepalive,
-      "Set SO_KEEPALIVE on TCP connections", NULL },
+    { "keepalive", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, parse_keepalive,
+      "Set SO_KEEPALIVE on TCP connections; with =SECS, also an ssh keepalive "
+      "every SECS (3 unanswered end the session)", "SECS" },
+    { "remote-helper", 0, 0, G_OPTION_ARG_STRING, &options.connect.remote_helper,
+      "ssh:// exec mode: the program run on the server (default ferry)", "PROGRAM" },
+    { "ask-password", 0, 0, G_OPTION_ARG_NONE, &ask_password,
+      "ssh://: also try password and keyboard-interactive authentication, "
+      "prompting on the terminal", NULL },
     { "readonly", 'r', 0, G_OPTION_ARG_NONE, &readonly,
       "With a libvirt URI ADDRESS: the daemon's read-only socket", NULL },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose,
@@ -180,7 +216,7 @@ main (int argc, char **argv)
   context = g_option_context_new ("ADDRESS | -l LISTEN [TARGET] - relay stdin/stdout "
                                   "(or accepted connections) to a socket, losing nothing");
   g_option_context_set_description (context, description);
-  /* parse_size receives the group's data: the options it sets. */
+  /* Option callbacks receive the group's data: the options they set. */
   GOptionGroup *group = g_option_group_new ("ferry", "ferry options", "ferry options",
                                             &options, NULL);
   g_option_group_add_entries (group, entries);
@@ -257,7 +293,7 @@ main (int argc, char **argv)
     options.relay.splice = false;
   options.relay.verbose = verbose;
   options.readonly = readonly;
-  options.connect.keepalive = keepalive;
+  options.connect.ask_password = ask_password;
   rc = ferry_run (&options);
   socket_activation_clear (&options.activation);
   return rc;

@@ -17,7 +17,6 @@ struct ferry_options {
   bool listen;                /* accept connections on @address (or the activation
                                  fds) and relay them with stdio, or with @target */
   bool keep_listening;        /* with listen: accept again after each connection */
-  bool readonly;              /* libvirt URIs name the daemon's read-only socket */
   const char *target;         /* listen-and-forward: each accepted connection is
                                  relayed to its own new connection here; NULL
                                  relays with stdio */
@@ -25,6 +24,7 @@ struct ferry_options {
   unsigned max_connections;   /* forward: live relays at most; 0 = no limit */
   unsigned exit_idle_time;    /* forward: exit after SECS without connections; 0 = never */
   unsigned drain_timeout;     /* forward: on SIGTERM, SECS to finish buffered data */
+  bool readonly;              /* a libvirt URI @address names the read-only socket */
   struct relay_config relay;
   struct connect_options connect;
 };

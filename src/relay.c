@@ -17,9 +17,6 @@
 #include "pipe-buffer.h"
 #include "ring.h"
 
-/* What a failed direction reads its source into before dropping it. */
-#define DROP_BUFFER_SIZE (64 * 1024)
-
 struct pump {
   struct relay *relay;
   struct endpoint *src, *dst;
@@ -76,12 +73,23 @@ pump_fail (struct pump *p, const char *action, const char *what, int err)
                label_prefix (relay), label_sep (relay), action, what,
                g_strerror (err), p->bytes, lost);
   p->failed = true;
-  /* src may still be read, and its bytes dropped (see relay_settle):
-   * through a small ring, since a pipe buffer would keep them. */
-  buffer_free (p->buf);
-  p->buf = ring_new (DROP_BUFFER_SIZE);
+  buffer_discard (p->buf);
   if (relay->exit_code == FERRY_EXIT_OK)
     relay->exit_code = FERRY_EXIT_IO;
+}
+
+/* After dst failed, read src into scratch space and forget it (see
+ * pump.failed); the buffer, possibly a pipe, is never used again. */
+static ssize_t
+pump_read_dropped (struct pump *p)
+{
+  static char scratch[64 * 1024];
+  struct iovec iov = { .iov_base = scratch, .iov_len = sizeof scratch };
+  ssize_t n = p->src->ops->readv (p->src, &iov, 1);
+
+  if (n > 0)
+    p->dropped += n;
+  return n;
 }
 
 /* Read once into the free space: one read per readiness report. */
@@ -90,16 +98,13 @@ pump_fill (struct pump *p)
 {
   ssize_t n;
 
-  if (p->src_done || buffer_is_full (p->buf))
+  if (p->src_done || (!p->failed && buffer_is_full (p->buf)))
     return;
   do
-    n = p->buf->ops->fill (p->buf, p->src);
+    n = p->failed ? pump_read_dropped (p) : p->buf->ops->fill (p->buf, p->src);
   while (n < 0 && errno == EINTR);
 
-  if (n > 0 && p->failed) {
-    buffer_discard (p->buf);
-    p->dropped += n;
-  } else if (n > 0) {
+  if (n > 0) {
     p->relay->last_activity = g_get_monotonic_time ();
   } else if (n == 0) {
     p->src_done = true;
@@ -221,6 +226,8 @@ static void
 relay_finish (struct relay *relay)
 {
   relay->finished = true;
+  if (relay->exit_code == FERRY_EXIT_OK && relay->remote->ops->exit_code)
+    relay->exit_code = relay->remote->ops->exit_code (relay->remote);
   relay->local->ops->set_interest (relay->local, false, false);
   relay->remote->ops->set_interest (relay->remote, false, false);
   g_clear_pointer (&relay->idle_timer, gsource_release);

@@ -14,43 +14,21 @@ struct ring {
   size_t head;                /* offset of the oldest buffered byte */
 };
 
-/* Fill @iov with the free space, in order; returns the count of non-empty
- * entries (0 when full). */
+/* Fill @iov with the @count bytes of storage from offset @start on,
+ * wrapping at the end; returns the count of non-empty entries. */
 static int
-ring_free_iov (const struct ring *r, struct iovec iov[2])
+ring_iov (const struct ring *r, size_t start, size_t count, struct iovec iov[2])
 {
-  size_t size = r->base.size, len = r->base.len;
-  size_t tail = (r->head + len) % size;
-  size_t space = size - len;
-  size_t first = MIN (space, size - tail);
+  size_t first = MIN (count, r->base.size - start);
 
-  if (space == 0)
+  if (count == 0)
     return 0;
-  iov[0].iov_base = r->data + tail;
+  iov[0].iov_base = r->data + start;
   iov[0].iov_len = first;
-  if (first == space)
+  if (first == count)
     return 1;
   iov[1].iov_base = r->data;
-  iov[1].iov_len = space - first;
-  return 2;
-}
-
-/* Fill @iov with the buffered bytes, oldest first; returns the count of
- * non-empty entries (0 when empty). */
-static int
-ring_data_iov (const struct ring *r, struct iovec iov[2])
-{
-  size_t len = r->base.len;
-  size_t first = MIN (len, r->base.size - r->head);
-
-  if (len == 0)
-    return 0;
-  iov[0].iov_base = r->data + r->head;
-  iov[0].iov_len = first;
-  if (first == len)
-    return 1;
-  iov[1].iov_base = r->data;
-  iov[1].iov_len = len - first;
+  iov[1].iov_len = count - first;
   return 2;
 }
 
@@ -59,7 +37,7 @@ ring_fill (struct buffer *b, struct endpoint *src)
 {
   struct ring *r = (struct ring *) b;
   struct iovec iov[2];
-  int n_iov = ring_free_iov (r, iov);
+  int n_iov = ring_iov (r, (r->head + b->len) % b->size, b->size - b->len, iov);
   ssize_t n;
 
   if (n_iov == 0) {
@@ -77,7 +55,7 @@ ring_drain (struct buffer *b, struct endpoint *dst)
 {
   struct ring *r = (struct ring *) b;
   struct iovec iov[2];
-  int n_iov = ring_data_iov (r, iov);
+  int n_iov = ring_iov (r, r->head, b->len, iov);
   ssize_t n;
 
   if (n_iov == 0)

@@ -107,7 +107,8 @@ ferry_run (const struct ferry_options *options)
 {
   struct run run = { .options = options };
   g_autoptr (GError) error = NULL;
-  unsigned parse_flags = options->readonly ? ADDRESS_LIBVIRT_READONLY : 0;
+  /* --readonly names the socket ferry connects to: the target, if any. */
+  unsigned flags = options->readonly ? ADDRESS_LIBVIRT_READONLY : 0;
   g_autoptr (FerryAddress) address = NULL;
   g_autoptr (FerryAddress) target = NULL;
   guint sigint_id, sigterm_id;
@@ -115,9 +116,9 @@ ferry_run (const struct ferry_options *options)
   /* A closed peer must be an EPIPE we can report, not a silent death. */
   signal (SIGPIPE, SIG_IGN);
   if ((options->address &&
-       !(address = address_parse_flags (options->address, parse_flags, &error))) ||
+       !(address = address_parse_flags (options->address, flags, &error))) ||
       (options->target &&
-       !(target = address_parse_flags (options->target, parse_flags, &error)))) {
+       !(target = address_parse_flags (options->target, flags, &error)))) {
     ferry_error ("%s", error->message);
     return error->code;
   }

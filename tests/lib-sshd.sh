@@ -1,19 +1,27 @@
 # ferry test library: a private sshd on 127.0.0.1.  Source after lib.sh.
 #
-#   start_sshd NAME PATH   start sshd NAME on a free port; sessions get
+#   start_sshd NAME PATH [CONFIG-LINE...]
+#                          start sshd NAME on a free port; sessions get
 #                          PATH (sshd_config SetEnv), so a test decides
 #                          which helpers ("nc", "virt-ssh-helper") the
-#                          remote side finds.  FERRY_NO_SPLICE, when set,
-#                          reaches the sessions too (sshd resets the
-#                          environment), so a -copy suite run tests the
-#                          copying path on the remote side as well.
-#                          Sets SSHD_PORT and SSHD_PID.
+#                          remote side finds; CONFIG-LINEs are added to its
+#                          sshd_config.  FERRY_NO_SPLICE, when set, reaches
+#                          the sessions too (sshd resets the environment),
+#                          so a -copy suite run tests the copying path on
+#                          the remote side as well.  Sets SSHD_PORT and
+#                          SSHD_PID.
 #   $SSH_CMD               an ssh client command (a small script) that
 #                          trusts only the generated host key (pinned in a
 #                          known_hosts file), logs in as root with the
 #                          generated client key, never asks anything:
 #                          "$SSH_CMD" -p "$SSHD_PORT" 127.0.0.1 COMMAND
 #   $SSH_KEY               the client's private key file
+#   $SSH_DIR/host_ed25519.pub  the host key every started sshd uses
+#   ferry_ssh ARG...       ferry with HOME=$SSH_HOME, whose .ssh holds only
+#                          the pinned known_hosts (no keys, empty config;
+#                          ferry finds ~/.ssh through $HOME), no ssh-agent,
+#                          and a 60 s hang guard
+#   ssh_base               ssh://USER@127.0.0.1:$SSHD_PORT for the last sshd
 #
 # Everything lives in $T/ssh and is stopped by PID with the test.
 need /usr/sbin/sshd ssh ssh-keygen
@@ -21,6 +29,7 @@ need /usr/sbin/sshd ssh ssh-keygen
 SSH_DIR=$T/ssh
 SSH_KEY=$SSH_DIR/id_ed25519
 SSH_CMD=$SSH_DIR/ssh
+SSH_HOME=$T/ssh-home
 
 _sshd_keys () {
     [ -e "$SSH_KEY" ] && return 0
@@ -40,12 +49,17 @@ Host *
     BatchMode yes
     LogLevel ERROR
 CFG
+    for line in "$@"; do echo "$line" >> "$cfg"; done
     printf '#!/bin/sh\nexec ssh -F %s "$@"\n' "$SSH_DIR/ssh_config" > "$SSH_CMD"
     chmod +x "$SSH_CMD"
+    mkdir -p -m 700 "$SSH_HOME/.ssh"
+    : > "$SSH_HOME/.ssh/config"
+    ln -s "$SSH_DIR/known_hosts" "$SSH_HOME/.ssh/known_hosts"
 }
 
-start_sshd () {  # NAME PATH
-    local name=$1 path=$2 port cfg
+start_sshd () {  # NAME PATH [CONFIG-LINE...]
+    local name=$1 path=$2 port cfg line
+    shift 2
     _sshd_keys
     port=$(free_port)
     cfg=$SSH_DIR/sshd-$name.conf
@@ -66,6 +80,7 @@ PrintLastLog no
 SetEnv PATH=$path${FERRY_NO_SPLICE:+ FERRY_NO_SPLICE=$FERRY_NO_SPLICE}
 LogLevel ERROR
 CFG
+    for line in "$@"; do echo "$line" >> "$cfg"; done
     echo "[127.0.0.1]:$port $(cut -d' ' -f1-2 "$SSH_DIR/host_ed25519.pub")" >> "$SSH_DIR/known_hosts"
     # sshd's privilege separation directory.
     [ -d /run/sshd ] || mkdir -p -m 755 /run/sshd
@@ -73,4 +88,33 @@ CFG
     SSHD_PID=$LAST_PID
     wait_for_port "$port"
     SSHD_PORT=$port
+}
+
+ferry_ssh () {
+    within 60 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" "$@"
+}
+
+ssh_base () {
+    echo "ssh://$(id -un)@127.0.0.1:$SSHD_PORT"
+}
+
+# SIZE bytes each way at once between ferry and a socat server listening on
+# SOCAT-ADDRESS (it sends its file while reading ferry's, and closes once both
+# are done); check sha256 both ways and ferry's exit code 0.
+ssh_bulk_both_ways () {  # SIZE SOCAT-ADDRESS FERRY-ARG...
+    local size=$1 listen=$2 server rc p; shift 2
+    make_data up "$size"
+    make_data down "$size"
+    bg socat -t 60 "$listen" SYSTEM:"cat '$T/down' & cat > '$T/server-got'; wait"
+    server=$LAST_PID
+    case $listen in
+        UNIX-LISTEN:*) wait_for_socket "${listen#UNIX-LISTEN:}" ;;
+        TCP-LISTEN:*) p=${listen#TCP-LISTEN:}; wait_for_port "${p%%,*}" ;;
+    esac
+    cat "$T/up" | within 120 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" "$@" | cat > "$T/client-got"
+    rc=${PIPESTATUS[1]}
+    assert_eq 0 "$rc" "ferry exit code"
+    wait "$server" || fail "socat server exited $?"
+    assert_same_file "$T/up" "$T/server-got" "upload"
+    assert_same_file "$T/down" "$T/client-got" "download"
 }

@@ -25,11 +25,29 @@ need () { for t in "$@"; do command -v "$t" >/dev/null 2>&1 || skip "$t is not i
 
 # Start a command in the background and remember its PID for cleanup.
 # The PID is left in $LAST_PID.
-bg () { "$@" & LAST_PID=$!; PIDS="$PIDS $LAST_PID"; }
+bg () { "$@" & track $!; }
+# Remember a background job started directly, as in `CMD <fifo >out & track $!`
+# (redirections to a FIFO must be done by the job: on `bg` the shell would
+# open them itself and block).
+track () { LAST_PID=$1; PIDS="$PIDS $1"; }
 
-wait_for_socket () {  # PATH
-    for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.05; done
-    fail "socket $1 never appeared"
+# Like bg, with stdin from FILE (a plain `bg CMD < FILE` gets /dev/null:
+# bash gives background commands an empty stdin unless they redirect it).
+bg_stdin () {  # FILE CMD...
+    local file=$1; shift
+    "$@" < "$file" & track $!
+}
+
+wait_for_socket () {  # PATH: until something listens on it (the file
+    # appears at bind(), a moment before listen()).  ss shows the path the
+    # listener bound, which may be PATH's canonical form (/var/run -> /run).
+    local real
+    real=$(realpath -m -- "$1")
+    for _ in $(seq 200); do
+        ss -Hlx 2>/dev/null | awk '{ print $5 }' | grep -qxF -e "$1" -e "$real" && return 0
+        sleep 0.05
+    done
+    fail "nothing listens on socket $1"
 }
 
 wait_for_port () {  # PORT
@@ -69,6 +87,38 @@ within () {  # SECS CMD...
     timeout --kill-after=2 "$secs" "$@"
 }
 
+# Sample "FUNC PID" every 50 ms while PID lives, keeping the largest number
+# it printed in FILE.  Start it with bg; it ends by itself with PID.
+track_max () {  # FILE PID FUNC
+    local max=0 v
+    echo 0 > "$1"
+    while kill -0 "$2" 2>/dev/null; do
+        v=$("$3" "$2" 2>/dev/null) || v=0
+        if [ "${v:-0}" -gt "$max" ]; then max=$v; echo "$max" > "$1"; fi
+        sleep 0.05
+    done
+}
+
+# For track_max: resident memory in KiB, and the count of open sockets.
+rss_kib () { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+socket_count () { find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
+
+# Wait until COND (a command) succeeds, polling every 50 ms for SECS.
+wait_until () {  # SECS CMD...
+    local secs=$1; shift
+    for _ in $(seq $((secs * 20))); do "$@" && return 0; sleep 0.05; done
+    fail "timed out after ${secs}s waiting for: $*"
+}
+has_sockets () { [ "$(socket_count "$1")" -eq "$2" ]; }  # PID N, for wait_until
+
+# True when no socket of PID has unread bytes queued (so PID has read
+# everything its peers sent so far).  For wait_until.
+recv_queues_empty () {  # PID
+    ! ss -xHp | awk -v p="pid=$1," 'index($0, p) && $3 != 0 { found = 1 } END { exit !found }'
+}
+
+# Wait until N files match a glob pattern (quoted, e.g. "$T/done.*").
+has_files () { [ "$(compgen -G "$1" | wc -l)" -eq "$2" ]; }  # PATTERN N
 # Re-run the calling test in a private mount namespace, so it may mount
 # tmpfs over system paths (/run, /var/lib, ...) without touching the host.
 # Call it first thing after sourcing lib.sh; inside, FERRY_TEST_MOUNT_NS=1.
@@ -99,26 +149,118 @@ ferry_link () {  # NAME
     ln -sf "$FERRY" "$T/bin/$1"
 }
 
-# Sample "FUNC PID" every 50 ms while PID lives, keeping the largest number
-# it printed in FILE.  Start it with bg; it ends by itself with PID.
-track_max () {  # FILE PID FUNC
-    local max=0 v
-    echo 0 > "$1"
+# Wait up to SECS for the background process PID to exit and return its exit
+# status; fails the test (after killing it) if it is still running.
+wait_exit () {  # SECS PID
+    local end=$((SECONDS + $1 + 1))
     while kill -0 "$2" 2>/dev/null; do
-        v=$("$3" "$2" 2>/dev/null) || v=0
-        if [ "${v:-0}" -gt "$max" ]; then max=$v; echo "$max" > "$1"; fi
+        if [ "$SECONDS" -ge "$end" ]; then
+            kill -9 "$2" 2>/dev/null || true
+            fail "process $2 ($(tr '\0' ' ' < "/proc/$2/cmdline" 2>/dev/null)) still running after $1 s"
+        fi
         sleep 0.05
     done
+    wait "$2"
 }
 
-# For track_max: resident memory in KiB, and the count of open sockets.
-rss_kib () { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-socket_count () { find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
-
-# Wait until COND (a command) succeeds, polling every 50 ms for SECS.
-wait_until () {  # SECS CMD...
-    local secs=$1; shift
-    for _ in $(seq $((secs * 20))); do "$@" && return 0; sleep 0.05; done
-    fail "timed out after ${secs}s waiting for: $*"
+# A FIFO at $T/NAME whose writer stays open and silent until the test ends
+# or `kill $LAST_PID`: a stdin that never reaches EOF by itself.
+silent_fifo () {  # NAME
+    mkfifo "$T/$1"
+    bg sh -c 'exec sleep 600 > "$1"' sh "$T/$1"
 }
-has_sockets () { [ "$(socket_count "$1")" -eq "$2" ]; }  # PID N, for wait_until
+
+# A FIFO at $T/NAME whose reader stays open but never reads: writes to it
+# block once the pipe is full.
+deaf_fifo () {  # NAME
+    mkfifo "$T/$1"
+    bg sh -c 'exec sleep 600 < "$1"' sh "$T/$1"
+}
+
+# Wait until a UNIX socket in the abstract namespace (@NAME) listens.
+wait_for_abstract () {  # NAME
+    for _ in $(seq 100); do
+        ss -Hlx | grep -qF "@$1 " && return 0; sleep 0.05
+    done
+    fail "abstract socket @$1 never appeared"
+}
+
+# The CPU time (user + system) of a running process, in clock ticks
+# (getconf CLK_TCK per second); rss_kib (above) gives its resident memory.
+cpu_ticks () { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+
+# The CPU a process uses over the next SECS seconds, in whole percent.
+cpu_percent () {  # PID SECS
+    local t0 t1
+    t0=$(cpu_ticks "$1"); sleep "$2"; t1=$(cpu_ticks "$1")
+    awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v s="$2" \
+        'BEGIN { printf "%d\n", d * 100 / hz / s }'
+}
+
+# Fail unless ferry's exit code and its stderr (a file) are as expected: the
+# code, and one line that contains TEXT.
+assert_ferry_error () {  # EXPECTED_RC RC STDERR_FILE TEXT
+    assert_eq "$1" "$2" "ferry exit code"
+    assert_contains "$3" "$4" "ferry's message"
+}
+
+# Address pairs for a peer and for ferry: sets $SOCAT_LISTEN (socat's listen
+# address) and $FERRY_ADDR (ferry's address for the same socket).
+listen_addresses () {  # unix|tcp
+    case $1 in
+    unix) SOCAT_LISTEN="UNIX-LISTEN:$T/s.sock"; FERRY_ADDR="unix:$T/s.sock" ;;
+    tcp)  local port; port=$(free_port)
+          SOCAT_LISTEN="TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr"
+          FERRY_ADDR="tcp:127.0.0.1:$port" ;;
+    *)    fail "listen_addresses: unknown family '$1'" ;;
+    esac
+}
+
+wait_for_listener () {  # unix|tcp: after listen_addresses
+    case $1 in
+    unix) wait_for_socket "$T/s.sock" ;;
+    tcp)  wait_for_port "${FERRY_ADDR##*:}" ;;
+    esac
+}
+
+# Relay SIZE random bytes through ferry to a socat server over a UNIX or TCP
+# socket: up (stdin -> server), down (server -> stdout) or both at once.
+# The server sends its file while it reads ferry's, and closes once both
+# are done; each side's sha256 must match what the other side sent.
+bulk_transfer () {  # unix|tcp up|down|both SIZE
+    local family=$1 direction=$2 up=$T/empty down=$T/empty rc
+    need socat sha256sum
+    : > "$T/empty"
+    make_data data "$3"  # one random file, sent whichever way(s) it goes
+    local data_sum empty_sum up_sum down_sum
+    data_sum=$(sha "$T/data") empty_sum=$(sha "$T/empty")
+    up_sum=$empty_sum down_sum=$empty_sum
+    case $direction in
+    up)   up=$T/data up_sum=$data_sum ;;
+    down) down=$T/data down_sum=$data_sum ;;
+    both) up=$T/data up_sum=$data_sum down=$T/data down_sum=$data_sum ;;
+    esac
+    listen_addresses "$family"
+    bg socat -t 60 "$SOCAT_LISTEN" \
+        SYSTEM:"cat '$down' & sha256sum > '$T/server-sum'; wait"
+    local server=$LAST_PID
+    wait_for_listener "$family"
+
+    cat "$up" | within 90 "$FERRY" "$FERRY_ADDR" | sha256sum > "$T/client-sum"
+    rc=${PIPESTATUS[1]}
+    assert_eq 0 "$rc" "ferry exit code"
+    wait "$server" || fail "socat server exited $?"
+    assert_eq "$up_sum" "$(cut -d' ' -f1 "$T/server-sum")" "upload sha256"
+    assert_eq "$down_sum" "$(cut -d' ' -f1 "$T/client-sum")" "download sha256"
+}
+
+# A socat server that reads everything up to ferry's half-close into
+# $T/server-got, then (after DELAY seconds) replies with the file REPLY and
+# closes.  socat's -t is raised so that it does not cut a late reply.
+reply_server () {  # unix|tcp REPLY [DELAY]
+    need socat
+    listen_addresses "$1"
+    bg socat -t 30 "$SOCAT_LISTEN" \
+        SYSTEM:"cat > '$T/server-got'; sleep ${3:-0}; cat '$2'"
+    wait_for_listener "$1"
+}

@@ -1,0 +1,375 @@
+/* ferry: an ssh channel as a relay endpoint.
+ *
+ * The session (ssh-session.c) owns the fd watch and says when to try; this
+ * file moves bytes.  Reads pull with ssh_channel_read() at the relay's free
+ * space, never through the data callback: libssh grows the receive window
+ * to the count asked for, so the window follows ferry's free buffer (speed
+ * at high RTT) and stops growing while the buffer is full (backpressure). */
+#include <config.h>
+
+#include "endpoint-ssh.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "message.h"
+
+struct ssh_endpoint {
+  struct endpoint base;
+  struct ssh_conn *conn;      /* a reference */
+  struct ssh_conn_client client;
+  ssh_channel channel;
+  char *command;              /* exec: the remote command; NULL for a direct channel */
+  char *direct_error;         /* proxy=auto fell back to exec: why direct failed */
+  int exit_status;            /* exec: the remote command's; -1 until known */
+  bool eof_sent;
+};
+
+static ssize_t
+channel_failed (struct ssh_endpoint *se)
+{
+  ssh_session s = ssh_conn_session (se->conn);
+
+  ssh_conn_update (se->conn, NULL);
+  errno = ssh_conn_is_dead (se->conn) || ssh_get_error_code (s) == SSH_FATAL
+    ? ECONNRESET : EPIPE;
+  return -1;
+}
+
+/* The remote command's stderr is ferry's. */
+static void
+drain_stderr (struct ssh_endpoint *se)
+{
+  char buf[4096];
+  int n;
+
+  while ((n = ssh_channel_read (se->channel, buf, sizeof buf, 1)) > 0)
+    for (ssize_t done = 0, w; done < n; done += w)
+      if ((w = write (STDERR_FILENO, buf + done, n - done)) <= 0)
+        break;
+}
+
+/* libssh reads the socket 4 KiB per poll; keep going while the kernel
+ * still holds bytes, so one readiness report moves more than one packet. */
+static bool
+socket_has_more (struct ssh_endpoint *se)
+{
+  int avail = 0;
+
+  return ioctl (ssh_get_fd (ssh_conn_session (se->conn)), FIONREAD, &avail) == 0 && avail > 0;
+}
+
+/* Remote EOF: for a remote command, only once its exit status is in (or
+ * the channel closed without one), so the status can become ferry's. */
+static bool
+at_end (struct ssh_endpoint *se)
+{
+  if (se->command) {
+    drain_stderr (se);
+    if (se->exit_status < 0)
+      se->exit_status = ssh_channel_get_exit_status (se->channel);
+  }
+  return ssh_channel_is_eof (se->channel) &&
+         (!se->command || se->exit_status >= 0 || ssh_channel_is_closed (se->channel));
+}
+
+static ssize_t
+ssh_ep_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt)
+{
+  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
+  size_t total = 0;
+  int empty_rounds = 0;
+
+  if (ssh_conn_is_dead (se->conn))
+    return channel_failed (se);
+  if (se->command)
+    drain_stderr (se);
+  for (int i = 0; i < iovcnt; i++) {
+    size_t off = 0;
+    while (off < iov[i].iov_len) {
+      uint32_t want = (uint32_t) MIN (iov[i].iov_len - off, (size_t) 1 << 30);
+      int n = ssh_channel_read (se->channel, (char *) iov[i].iov_base + off, want, 0);
+      if (n < 0) {
+        if (total > 0)
+          goto out;           /* the error shows on the next read */
+        return channel_failed (se);
+      }
+      if (n == 0) {
+        if (++empty_rounds < 64 && socket_has_more (se))
+          continue;
+        /* Drained.  An EOF behind the data shows on the next read, which
+         * no fd readiness will prompt. */
+        se->client.maybe_buffered = total > 0 && ssh_channel_is_eof (se->channel);
+        goto out;
+      }
+      off += (size_t) n;
+      total += (size_t) n;
+    }
+  }
+  se->client.maybe_buffered = true;   /* full: libssh may hold more */
+out:
+  ssh_conn_update (se->conn, &se->client);
+  if (total > 0)
+    return (ssize_t) total;
+  if (at_end (se))
+    return 0;
+  errno = EAGAIN;
+  return -1;
+}
+
+static ssize_t
+ssh_ep_writev (struct endpoint *ep, const struct iovec *iov, int iovcnt)
+{
+  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
+  ssh_session s = ssh_conn_session (se->conn);
+  size_t total = 0;
+
+  if (ssh_conn_is_dead (se->conn))
+    return channel_failed (se);
+  /* The kernel took nothing of the last write yet: that is backpressure. */
+  if (ssh_get_poll_flags (s) & SSH_WRITE_PENDING) {
+    errno = EAGAIN;
+    return -1;
+  }
+  for (int i = 0; i < iovcnt; i++) {
+    uint32_t len = (uint32_t) MIN (iov[i].iov_len, (size_t) 1 << 30);
+    int n = ssh_channel_write (se->channel, iov[i].iov_base, len);
+    if (n < 0) {
+      if (total > 0)
+        break;
+      return channel_failed (se);
+    }
+    total += (size_t) n;
+    if ((uint32_t) n < len)
+      break;                  /* the peer's window is full */
+  }
+  ssh_conn_update (se->conn, NULL);
+  if (total > 0)
+    return (ssize_t) total;
+  errno = EAGAIN;
+  return -1;
+}
+
+static int
+ssh_ep_shutdown_write (struct endpoint *ep)
+{
+  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
+
+  if (se->eof_sent)
+    return 0;
+  se->eof_sent = true;
+  se->client.want_write = false;
+  if (ssh_conn_is_dead (se->conn))
+    return channel_failed (se);
+  if (ssh_channel_is_closed (se->channel)) {
+    errno = ENOTCONN;
+    return -1;
+  }
+  if (ssh_channel_send_eof (se->channel) != SSH_OK)
+    return channel_failed (se);
+  ssh_conn_update (se->conn, NULL);
+  return 0;
+}
+
+static void
+ssh_ep_set_interest (struct endpoint *ep, bool want_read, bool want_write)
+{
+  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
+
+  /* The session's source asks each client before every poll. */
+  se->client.want_read = want_read;
+  se->client.want_write = want_write && !se->eof_sent;
+}
+
+static int
+ssh_ep_exit_code (struct endpoint *ep)
+{
+  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
+  g_autofree char *before = se->direct_error
+    ? g_strdup_printf (" (ferry ran it after the direct channel failed: %s)", se->direct_error)
+    : g_strdup ("");
+
+  if (se->command == NULL || se->exit_status == 0)
+    return FERRY_EXIT_OK;
+  if (se->exit_status < 0) {
+    ferry_error ("remote command '%s' on %s ended without an exit status%s",
+                 se->command, ssh_conn_name (se->conn), before);
+    return FERRY_EXIT_FAILURE;
+  }
+  ferry_error ("remote command '%s' on %s exited with status %d%s", se->command,
+               ssh_conn_name (se->conn), se->exit_status, before);
+  return se->exit_status;
+}
+
+static void
+ssh_ep_free (struct endpoint *ep)
+{
+  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
+
+  ssh_conn_detach (se->conn, &se->client);
+  if (se->channel) {
+    ssh_channel_close (se->channel);
+    ssh_channel_free (se->channel);
+    ssh_conn_update (se->conn, NULL);
+  }
+  ssh_conn_unref (se->conn);
+  g_free (se->command);
+  g_free (se->direct_error);
+  endpoint_clear_names (ep);
+  g_free (se);
+}
+
+static const struct endpoint_ops ssh_ops = {
+  .readv = ssh_ep_readv,
+  .writev = ssh_ep_writev,
+  .shutdown_write = ssh_ep_shutdown_write,
+  .set_interest = ssh_ep_set_interest,
+  .free = ssh_ep_free,
+  .exit_code = ssh_ep_exit_code,
+};
+
+/* One non-blocking libssh request, repeated by ssh_conn_wait. */
+struct open_step {
+  ssh_channel channel;
+  const struct address_ssh *ssh;
+  int tcp_port;
+  const char *command;
+};
+
+static int
+step_forward_unix (void *data)
+{
+  struct open_step *p = data;
+
+  return ssh_channel_open_forward_unix (p->channel, p->ssh->path, "127.0.0.1", 0);
+}
+
+static int
+step_forward_tcp (void *data)
+{
+  struct open_step *p = data;
+
+  return ssh_channel_open_forward (p->channel, p->ssh->tcp_host, p->tcp_port, "127.0.0.1", 0);
+}
+
+static int
+step_session (void *data)
+{
+  return ssh_channel_open_session (((struct open_step *) data)->channel);
+}
+
+static int
+step_exec (void *data)
+{
+  struct open_step *p = data;
+
+  return ssh_channel_request_exec (p->channel, p->command);
+}
+
+/* Run @steps in turn on a new channel; NULL with *@why on failure. */
+static ssh_channel
+open_channel (struct ssh_conn *conn, struct open_step *p,
+              int (*const *steps) (void *), size_t n_steps, char **why)
+{
+  ssh_session s = ssh_conn_session (conn);
+
+  p->channel = ssh_channel_new (s);
+  if (p->channel == NULL) {
+    *why = g_strdup (ssh_get_error (s));
+    return NULL;
+  }
+  for (size_t i = 0; i < n_steps; i++) {
+    int rc = ssh_conn_wait (conn, steps[i], p, SSH_AGAIN);
+    if (rc != SSH_OK) {
+      *why = g_strdup (rc == SSH_AGAIN ? "timed out" : ssh_get_error (s));
+      ssh_channel_free (p->channel);
+      return NULL;
+    }
+  }
+  return p->channel;
+}
+
+static int
+tcp_port_number (const char *port)
+{
+  struct servent *se;
+
+  if (g_ascii_isdigit (port[0]))
+    return atoi (port);
+  se = getservbyname (port, "tcp");
+  return se ? ntohs (se->s_port) : 0;
+}
+
+struct endpoint *
+endpoint_ssh_open (struct ssh_conn *conn, const struct address *a,
+                   const struct connect_options *opts, GError **error)
+{
+  static int (*const direct_unix[]) (void *) = { step_forward_unix };
+  static int (*const direct_tcp[]) (void *) = { step_forward_tcp };
+  static int (*const exec[]) (void *) = { step_session, step_exec };
+  const struct address_ssh *ssh = &a->ssh;
+  const char *kind = ssh->path ? "direct-streamlocal" : "direct-tcpip";
+  g_autofree char *target = address_ssh_target (a);
+  g_autofree char *helper = g_shell_quote (opts->remote_helper ? opts->remote_helper : "ferry");
+  g_autofree char *quoted_target = g_shell_quote (target);
+  g_autofree char *command = g_strdup_printf ("%s %s", helper, quoted_target);
+  g_autofree char *direct_error = NULL, *exec_error = NULL;
+  struct open_step step = { .ssh = ssh, .command = command };
+  ssh_channel channel = NULL;
+  struct ssh_endpoint *se;
+
+  if (ssh->tcp_port && (step.tcp_port = tcp_port_number (ssh->tcp_port)) <= 0) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT,
+                 "cannot connect to '%s': unknown TCP service '%s'", a->text, ssh->tcp_port);
+    return NULL;
+  }
+  if (ssh->proxy != SSH_PROXY_EXEC)
+    channel = ssh->path ? open_channel (conn, &step, direct_unix, 1, &direct_error)
+                        : open_channel (conn, &step, direct_tcp, 1, &direct_error);
+  if (channel == NULL && ssh->proxy != SSH_PROXY_DIRECT)
+    channel = open_channel (conn, &step, exec, G_N_ELEMENTS (exec), &exec_error);
+  if (channel == NULL) {
+    if (ssh->proxy == SSH_PROXY_DIRECT)
+      g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT,
+                   "cannot connect to '%s': %s channel: %s (OpenSSH says so both when "
+                   "forwarding is disabled and when nothing listens there)",
+                   a->text, kind, direct_error);
+    else if (ssh->proxy == SSH_PROXY_EXEC)
+      g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT,
+                   "cannot connect to '%s': running '%s': %s", a->text, command, exec_error);
+    else
+      g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT,
+                   "cannot connect to '%s': %s channel: %s; running '%s': %s",
+                   a->text, kind, direct_error, command, exec_error);
+    return NULL;
+  }
+
+  se = g_new0 (struct ssh_endpoint, 1);
+  se->base.ops = &ssh_ops;
+  se->base.name = g_strdup (a->text);
+  se->conn = ssh_conn_ref (conn);
+  se->client.ep = &se->base;
+  se->client.maybe_buffered = true;
+  se->channel = channel;
+  se->exit_status = -1;
+  if (exec_error == NULL && direct_error != NULL) {
+    se->command = g_steal_pointer (&command);
+    se->direct_error = g_steal_pointer (&direct_error);
+  } else if (ssh->proxy == SSH_PROXY_EXEC) {
+    se->command = g_steal_pointer (&command);
+  }
+  ssh_conn_attach (conn, &se->client);
+  return &se->base;
+}
+
+struct endpoint *
+ssh_connect_address (const struct address *a, const struct connect_options *opts,
+                     GError **error)
+{
+  g_autoptr (FerrySshConn) conn = ssh_conn_new (a, opts, error);
+
+  return conn ? endpoint_ssh_open (conn, a, opts, error) : NULL;
+}

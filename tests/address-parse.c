@@ -1,0 +1,116 @@
+/* ferry: unit test of the address parser's ssh:// forms. */
+#include <config.h>
+
+#include <glib.h>
+
+#include "address.h"
+#include "error.h"
+
+static struct address *
+parse_ok (const char *text)
+{
+  g_autoptr (GError) error = NULL;
+  struct address *a = address_parse (text, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (a);
+  return a;
+}
+
+static void
+parse_bad (const char *text, const char *reason)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FerryAddress) a = address_parse (text, &error);
+  g_autofree char *expected = g_strdup_printf ("invalid address '%s': %s", text, reason);
+
+  g_assert_null (a);
+  g_assert_error (error, FERRY_ERROR, FERRY_EXIT_USAGE);
+  g_assert_cmpstr (error->message, ==, expected);
+}
+
+static void
+test_streamlocal (void)
+{
+  g_autoptr (FerryAddress) a = parse_ok ("ssh://alice@example.org:2222/var/run/x.sock");
+  g_autoptr (FerryAddress) b = parse_ok ("ssh://host/run/my%20dir/s.sock?proxy=exec");
+  g_autoptr (FerryAddress) c = parse_ok ("ssh://[::1]:22/s");
+  g_autoptr (FerryAddress) d = parse_ok ("ssh://[fe80::1]/s");
+  g_autofree char *target = address_ssh_target (b);
+
+  g_assert_cmpint (a->kind, ==, ADDRESS_SSH);
+  g_assert_cmpstr (a->ssh.user, ==, "alice");
+  g_assert_cmpstr (a->ssh.host, ==, "example.org");
+  g_assert_cmpstr (a->ssh.port, ==, "2222");
+  g_assert_cmpstr (a->ssh.path, ==, "/var/run/x.sock");
+  g_assert_null (a->ssh.tcp_host);
+  g_assert_cmpint (a->ssh.proxy, ==, SSH_PROXY_AUTO);
+  g_assert_cmpint (a->ssh.verify, ==, SSH_VERIFY_NORMAL);
+  g_assert_false (a->ssh.verify_set);
+
+  g_assert_null (b->ssh.user);
+  g_assert_null (b->ssh.port);
+  g_assert_cmpstr (b->ssh.path, ==, "/run/my dir/s.sock");
+  g_assert_cmpint (b->ssh.proxy, ==, SSH_PROXY_EXEC);
+  g_assert_cmpstr (target, ==, "unix:/run/my dir/s.sock");
+
+  g_assert_cmpstr (c->ssh.host, ==, "::1");
+  g_assert_cmpstr (c->ssh.port, ==, "22");
+  g_assert_cmpstr (d->ssh.host, ==, "fe80::1");
+  g_assert_null (d->ssh.port);
+}
+
+static void
+test_tcpip (void)
+{
+  g_autoptr (FerryAddress) a =
+    parse_ok ("ssh://h?tcp=db.internal:5432&keyfile=/k%20ey&known_hosts=/kh"
+              "&known_hosts_verify=ignore&proxy=direct");
+  g_autoptr (FerryAddress) b = parse_ok ("ssh://h?tcp=[::1]:10809&known_hosts_verify=auto");
+  g_autofree char *ta = address_ssh_target (a);
+  g_autofree char *tb = address_ssh_target (b);
+
+  g_assert_null (a->ssh.path);
+  g_assert_cmpstr (a->ssh.tcp_host, ==, "db.internal");
+  g_assert_cmpstr (a->ssh.tcp_port, ==, "5432");
+  g_assert_cmpstr (a->ssh.keyfile, ==, "/k ey");
+  g_assert_cmpstr (a->ssh.known_hosts, ==, "/kh");
+  g_assert_cmpint (a->ssh.verify, ==, SSH_VERIFY_IGNORE);
+  g_assert_true (a->ssh.verify_set);
+  g_assert_cmpint (a->ssh.proxy, ==, SSH_PROXY_DIRECT);
+  g_assert_cmpstr (ta, ==, "tcp:db.internal:5432");
+  g_assert_cmpint (b->ssh.verify, ==, SSH_VERIFY_AUTO);
+  g_assert_cmpstr (tb, ==, "tcp:[::1]:10809");
+}
+
+static void
+test_malformed (void)
+{
+  parse_bad ("ssh://", "empty host");
+  parse_bad ("ssh://@h/s", "empty or malformed user name");
+  parse_bad ("ssh://h:0/s", "ssh port must be 1-65535");
+  parse_bad ("ssh://h:x/s", "ssh port must be 1-65535");
+  parse_bad ("ssh://[::1/s", "expected [ADDRESS] or [ADDRESS]:PORT");
+  parse_bad ("ssh://h", "expected ssh://HOST/ABSOLUTE/PATH or ssh://HOST?tcp=HOST:PORT");
+  parse_bad ("ssh://h/", "empty socket path");
+  parse_bad ("ssh://h/s%zz", "malformed %-escape in the socket path");
+  parse_bad ("ssh://h/s?tcp=a:1", "give either a socket path or tcp=HOST:PORT, not both");
+  parse_bad ("ssh://h?tcp=a", "expected HOST:PORT");
+  parse_bad ("ssh://h/s?proxy=maybe", "proxy= must be auto, direct or exec");
+  parse_bad ("ssh://h/s?known_hosts_verify=no",
+             "known_hosts_verify= must be normal, auto or ignore");
+  parse_bad ("ssh://h/s?keyfile", "expected NAME=VALUE after '?' or '&'");
+  parse_bad ("ssh://h/s?colour=red",
+             "unknown parameter 'colour' (expected tcp, proxy, keyfile, "
+             "known_hosts or known_hosts_verify)");
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/address/ssh/streamlocal", test_streamlocal);
+  g_test_add_func ("/address/ssh/tcpip", test_tcpip);
+  g_test_add_func ("/address/ssh/malformed", test_malformed);
+  return g_test_run ();
+}

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# 256 MiB down (server -> stdout) over a TCP socket, sha256 checked.
+. "$(dirname "$0")/lib.sh"
+bulk_transfer tcp down ${BULK_BYTES:-$((256 * 1024 * 1024))}

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# 256 MiB up (stdin -> server) over a TCP socket, sha256 checked.
+. "$(dirname "$0")/lib.sh"
+bulk_transfer tcp up ${BULK_BYTES:-$((256 * 1024 * 1024))}

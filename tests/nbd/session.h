@@ -1,0 +1,24 @@
+/* ferry tests: NBD byte streams as records of one direction each, and a
+ * driver that feeds them to the parser and rebuilds what it forwards.
+ *
+ * Record file format (also the fuzz corpus format): repeated
+ *   1 byte direction (0 = client -> server, 1 = server -> client)
+ *   4 bytes big-endian length, then that many bytes. */
+#ifndef FERRY_TEST_NBD_SESSION_H
+#define FERRY_TEST_NBD_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <glib.h>
+
+#include "nbd-framing.h"
+
+/* Feed @data (a record stream) in pieces of at most @chunk bytes.  The
+ * bytes the parser forwards for each direction are appended to @out[dir]
+ * (either may be NULL).  Returns false with the parser's error. */
+bool session_replay (struct nbd_framing *f, const uint8_t *data, size_t len,
+                     size_t chunk, GByteArray *out[2], GError **error);
+
+#endif

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# --sndbuf/--rcvbuf reach the kernel on the socket ferry connects (TCP and
+# UNIX) and on the one it accepts, also when forwarding: ss shows them doubled (the kernel's
+# bookkeeping).  Without them, the kernel's defaults stay.  A bad value is
+# a usage error.
+. "$(dirname "$0")/lib.sh"
+need socat ss
+
+mkfifo "$T/in"
+exec 7<>"$T/in"     # ferry's stdin stays open, so its connection stays up
+
+# skmem PID: the "rbN tbN" of PID's established TCP or UNIX socket(s),
+# waiting up to 5 s for one; empty if none
+skmem () {
+    for _ in $(seq 100); do
+        out=$(ss -Hanpm -t -x state established 2>/dev/null | tr '\n' ' ' |
+              grep -oE "pid=$1,fd=[0-9]+\)\)[[:space:]]+skmem:\(r[0-9]+,rb[0-9]+,t[0-9]+,tb[0-9]+" |
+              sed -E 's/.*,(rb[0-9]+),t[0-9]+,(tb[0-9]+)/\1 \2/' | sort -u)
+        [ -n "$out" ] && { echo "$out"; return; }
+        sleep 0.05
+    done
+}
+
+port=$(free_port)
+bg socat "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" SYSTEM:"cat > /dev/null"
+wait_for_port "$port"
+bg_stdin "$T/in" "$FERRY" --sndbuf 96K --rcvbuf 64K "127.0.0.1:$port"
+assert_eq "rb131072 tb196608" "$(skmem "$LAST_PID")" "TCP connect with --sndbuf 96K --rcvbuf 64K"
+kill "$LAST_PID"
+
+bg_stdin "$T/in" "$FERRY" "127.0.0.1:$port"
+[ "$(skmem "$LAST_PID")" != "rb131072 tb196608" ] || fail "TCP connect without options: sizes were set"
+kill "$LAST_PID"
+
+bg socat "UNIX-LISTEN:$T/s.sock,fork" SYSTEM:"cat > /dev/null"
+wait_for_socket "$T/s.sock"
+bg_stdin "$T/in" "$FERRY" --sndbuf 96K --rcvbuf 64K "unix:$T/s.sock"
+assert_eq "rb131072 tb196608" "$(skmem "$LAST_PID")" "UNIX connect with --sndbuf 96K --rcvbuf 64K"
+kill "$LAST_PID"
+
+lport=$(free_port)
+bg_stdin "$T/in" "$FERRY" -l --sndbuf 96K --rcvbuf 64K "127.0.0.1:$lport"
+listener=$LAST_PID
+wait_for_port "$lport"
+bg socat "TCP:127.0.0.1:$lport" SYSTEM:"cat > /dev/null"
+assert_eq "rb131072 tb196608" "$(skmem "$listener")" "accepted TCP with --sndbuf 96K --rcvbuf 64K"
+
+# listen-and-forward: the accepted socket and the one to the target
+fport=$(free_port)
+bg "$FERRY" -l -k --sndbuf 96K --rcvbuf 64K "127.0.0.1:$fport" "127.0.0.1:$port"
+forwarder=$LAST_PID
+wait_for_port "$fport"
+bg socat "TCP:127.0.0.1:$fport" SYSTEM:"cat > /dev/null"
+for _ in $(seq 100); do
+    [ "$(ss -Htnp state established | grep -c "pid=$forwarder,")" = 2 ] && break
+    sleep 0.05
+done
+assert_eq "rb131072 tb196608" "$(skmem "$forwarder")" "forwarded TCP, both sockets"
+
+set +e
+"$FERRY" --sndbuf 0 "127.0.0.1:$port" < /dev/null > /dev/null 2> "$T/err"
+rc=$?
+set -e
+assert_eq 2 "$rc" "exit code for --sndbuf 0"
+assert_contains "$T/err" "ferry: invalid --sndbuf '0': expected 1 to 1G bytes" "message for --sndbuf 0"
