@@ -49,7 +49,6 @@ Host *
     BatchMode yes
     LogLevel ERROR
 CFG
-    for line in "$@"; do echo "$line" >> "$cfg"; done
     printf '#!/bin/sh\nexec ssh -F %s "$@"\n' "$SSH_DIR/ssh_config" > "$SSH_CMD"
     chmod +x "$SSH_CMD"
     mkdir -p -m 700 "$SSH_HOME/.ssh"
