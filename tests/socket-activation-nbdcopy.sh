@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libnbd's "[ CMD ]" starts ferry socket-activated: nbdinfo and nbdcopy
 # reach an nbdkit server through 'ferry unix:SRC.sock'.  The copy into a
-# second nbdkit is compared with qemu-img compare.
+# second nbdkit is compared with qemu-img compare; then again with --nbd.
 . "$(dirname "$0")/lib.sh"
 need nbdkit nbdinfo nbdcopy qemu-img
 
@@ -21,3 +21,14 @@ within 60 qemu-img compare -f raw -F raw \
 # The copy carried data, not only zeroes.
 nbdinfo --map "nbd+unix:///?socket=$T/dst.sock" | grep -q " 0  *data" ||
     fail "destination holds no data"
+
+# Again with --nbd: the framing checks each activated connection.
+bg nbdkit -f -U "$T/dst2.sock" memory "$size"
+wait_for_socket "$T/dst2.sock"
+# (ferry's stderr is nbdcopy's.)
+within 60 nbdcopy -- [ "$FERRY" --nbd "unix:$T/src.sock" ] \
+    "nbd+unix:///?socket=$T/dst2.sock" 2> "$T/err"
+within 60 qemu-img compare -f raw -F raw \
+    "nbd+unix:///?socket=$T/src.sock" "nbd+unix:///?socket=$T/dst2.sock" > "$T/compare" ||
+    fail "copy with --nbd differs: $(cat "$T/compare")"
+assert_contains "$T/err" "ferry: connection 1 on fd:3: nbd: handshake style=fixed-newstyle" "--nbd stats"
