@@ -106,7 +106,7 @@ parse_keepalive (const char *name, const char *value, gpointer data, GError **er
 
   (void) name;
   connect->keepalive = true;
-  if (value == NULL)
+  if (value == NULL || *value == '\0')
     return TRUE;
   n = g_ascii_strtoull (value, &end, 10);
   if (end == value || *end != '\0' || n == 0 || n > 86400) {
@@ -264,6 +264,12 @@ main (int argc, char **argv)
   g_option_group_add_entries (group, entries);
   g_option_context_set_main_group (context, group);
 
+  /* glib hands an optional argument the next word when it does not start
+   * with '-': "--keepalive HOST:PORT" would swallow the address.  A bare
+   * --keepalive takes no argument. */
+  for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)
+    if (strcmp (argv[i], "--keepalive") == 0)
+      argv[i] = (char *) "--keepalive=";
   if (!g_option_context_parse (context, &argc, &argv, &error)) {
     ferry_error ("%s", error->message);
     return FERRY_EXIT_USAGE;
