@@ -81,7 +81,7 @@ echo "$rows rows checked, $crossed also against libvirt's virt-ssh-helper"
 # A URI reaches a real daemon socket: bytes both ways through a listener.
 rm -rf /run/*; mkdir -p $R
 make_data up 65536
-bg socat UNIX-LISTEN:$R/libvirt-sock SYSTEM:'cat > "'"$T"'/got"; echo reply'
+bg socat -t 30 UNIX-LISTEN:$R/libvirt-sock SYSTEM:'cat > "'"$T"'/got"; echo reply'
 wait_for_socket $R/libvirt-sock
 out=$(within 10 "$FERRY" qemu:///system < "$T/up")
 assert_eq reply "$out" "reply through qemu:///system"

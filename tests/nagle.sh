@@ -23,18 +23,29 @@ printf 'hello\n' >&"$to_ferry"
 read -r -t 10 reply <&"$from_ferry" || fail "no reply to the first request"
 assert_eq ok=hello "$reply" "first reply"
 
-start=$(date +%s%N)
-for i in $(seq 100); do
-    printf 'request %d, ' "$i" >&"$to_ferry"
-    read -r -t 0.002 -u "$gap" || true
-    printf 'second part\n' >&"$to_ferry"
-    read -r -t 10 reply <&"$from_ferry" || fail "no reply to request $i"
-    [ "$reply" = "ok=request $i, second part" ] || fail "reply $i: '$reply'"
+# 100 split round trips; prints how many milliseconds they took.
+round_trips () {
+    local start i reply
+    start=$(date +%s%N)
+    for i in $(seq 100); do
+        printf 'request %d, ' "$i" >&"$to_ferry"
+        read -r -t 0.002 -u "$gap" || true
+        printf 'second part\n' >&"$to_ferry"
+        read -r -t 10 reply <&"$from_ferry" || fail "no reply to request $i"
+        [ "$reply" = "ok=request $i, second part" ] || fail "reply $i: '$reply'"
+    done
+    echo $((($(date +%s%N) - start) / 1000000))
+}
+
+# Up to 3 tries: a loaded machine can slow one down, but with Nagle every
+# try would wait for 100 delayed ACKs, however idle the machine.
+for try in 1 2 3; do
+    ms=$(round_trips)
+    echo "try $try: 100 split round trips in $ms ms"
+    [ "$ms" -lt 2000 ] && break
 done
-ms=$((($(date +%s%N) - start) / 1000000))
 
 exec {to_ferry}>&-
 rc=0; wait_exit 10 "$ferry" || rc=$?
 assert_eq 0 "$rc" "ferry exit code"
-echo "100 split round trips: $ms ms"
-[ "$ms" -lt 2000 ] || fail "100 split round trips took $ms ms (over 2 s: Nagle?)"
+[ "$ms" -lt 2000 ] || fail "100 split round trips took $ms ms, 3 times (over 2 s: Nagle?)"

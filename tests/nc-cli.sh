@@ -37,7 +37,7 @@ assert_eq -q0 "$(sh -c "$probe" "$NC")" "libvirt's nc probe"
 # -U and HOST PORT: every byte both ways, the reply after stdin EOF included.
 make_data up $((2 * 1024 * 1024))
 make_data down $((2 * 1024 * 1024))
-bg socat UNIX-LISTEN:"$T/s.sock" SYSTEM:"cat > '$T/got'; cat '$T/down'"
+bg socat -t 30 UNIX-LISTEN:"$T/s.sock" SYSTEM:"cat > '$T/got'; cat '$T/down'"
 wait_for_socket "$T/s.sock"
 within 20 "$NC" -U "$T/s.sock" < "$T/up" > "$T/out" || fail "nc -U exited $?"
 wait "$LAST_PID"
@@ -45,7 +45,7 @@ assert_same_file "$T/up" "$T/got" "upload over -U"
 assert_same_file "$T/down" "$T/out" "reply over -U"
 
 port=$(free_port)
-bg socat TCP-LISTEN:"$port",bind=127.0.0.1,reuseaddr SYSTEM:"cat > '$T/got'; cat '$T/down'"
+bg socat -t 30 TCP-LISTEN:"$port",bind=127.0.0.1,reuseaddr SYSTEM:"cat > '$T/got'; cat '$T/down'"
 wait_for_port "$port"
 within 20 "$FERRY" --compat=nc -4 -N 127.0.0.1 "$port" < "$T/up" > "$T/out" || fail "nc HOST PORT exited $?"
 wait "$LAST_PID"

@@ -12,7 +12,7 @@ need socat sha256sum
 start_sshd main /usr/bin:/bin
 make_data up $((8 * 1024 * 1024))
 make_data down $((8 * 1024 * 1024))
-bg socat "UNIX-LISTEN:$T/hash.sock,fork" SYSTEM:'sha256sum | head -c 64'
+bg socat -t 30 "UNIX-LISTEN:$T/hash.sock,fork" SYSTEM:'sha256sum | head -c 64'
 wait_for_socket "$T/hash.sock"
 for proxy in direct exec; do
     out=$(ferry_ssh --remote-helper="$FERRY" \

@@ -37,7 +37,7 @@ assert_eq "virt-ssh-helper (ferry) $("$FERRY" --version | cut -d' ' -f2)" "$("$H
 # A daemon that answers after the client's EOF: every byte arrives, exit 0.
 make_data up $((4 * 1024 * 1024))
 make_data down $((4 * 1024 * 1024))
-bg socat UNIX-LISTEN:"$T/d.sock" SYSTEM:"cat > '$T/got'; cat '$T/down'"
+bg socat -t 30 UNIX-LISTEN:"$T/d.sock" SYSTEM:"cat > '$T/got'; cat '$T/down'"
 wait_for_socket "$T/d.sock"
 rc=0
 within 20 "$H" "qemu:///system?socket=$T/d.sock" < "$T/up" > "$T/out" || rc=$?
