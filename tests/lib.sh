@@ -222,7 +222,10 @@ assert_ferry_error () {  # EXPECTED_RC RC STDERR_FILE TEXT
 # address) and $FERRY_ADDR (ferry's address for the same socket).
 listen_addresses () {  # unix|tcp
     case $1 in
-    unix) SOCAT_LISTEN="UNIX-LISTEN:$T/s.sock"; FERRY_ADDR="unix:$T/s.sock" ;;
+    # A test may start one server after another on the same path: each
+    # replaces the file, and none removes it on exit (it may be the next's).
+    unix) SOCAT_LISTEN="UNIX-LISTEN:$T/s.sock,unlink-early,unlink-close=0"
+          FERRY_ADDR="unix:$T/s.sock" ;;
     tcp)  local port; port=$(free_port)
           SOCAT_LISTEN="TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr"
           FERRY_ADDR="tcp:127.0.0.1:$port" ;;
@@ -230,9 +233,9 @@ listen_addresses () {  # unix|tcp
     esac
 }
 
-wait_for_listener () {  # unix|tcp: after listen_addresses
+wait_for_listener () {  # unix|tcp [PID]: after listen_addresses
     case $1 in
-    unix) wait_for_socket "$T/s.sock" ;;
+    unix) wait_for_socket "$T/s.sock" ${2:+"$2"} ;;
     tcp)  wait_for_port "${FERRY_ADDR##*:}" ;;
     esac
 }
@@ -276,7 +279,7 @@ reply_server () {  # unix|tcp REPLY [DELAY]
     listen_addresses "$1"
     bg socat -t 30 "$SOCAT_LISTEN" \
         SYSTEM:"cat > '$T/server-got'; sleep ${3:-0}; cat '$2'"
-    wait_for_listener "$1"
+    wait_for_listener "$1" "$LAST_PID"
 }
 
 # nbdcopy the NBD export on the UNIX socket SOCK to a file directly, and
