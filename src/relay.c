@@ -388,7 +388,7 @@ on_idle_check (gpointer data)
     g_source_set_ready_time (relay->idle_timer, deadline);
     return G_SOURCE_CONTINUE;
   }
-  g_autofree char *why = g_strdup_printf ("no traffic for %u seconds, giving up",
+  g_autofree char *why = g_strdup_printf ("no traffic for %u s, giving up",
                                           relay->config.idle_timeout);
   relay_abandon (relay, why, FERRY_EXIT_TIMEOUT);
   return G_SOURCE_CONTINUE;

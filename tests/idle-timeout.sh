@@ -19,7 +19,7 @@ for i in 1 2 3 4 5 6; do
 done
 kill -0 "$ferry" 2>/dev/null || fail "ferry timed out although there was traffic"
 rc=0; wait_exit 10 "$ferry" || rc=$?
-assert_ferry_error 5 "$rc" "$T/err" "ferry: no traffic for 2 seconds, giving up"
+assert_ferry_error 5 "$rc" "$T/err" "ferry: no traffic for 2 s, giving up"
 rc=0; wait_exit 10 "$server" || rc=$?
 assert_eq 0 "$rc" "ferry -l exit code"
 assert_eq "$(printf 'tick %d\n' 1 2 3 4 5 6)" "$(cat "$T/server-got")" "bytes the server got"
