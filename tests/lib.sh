@@ -292,3 +292,19 @@ nbdcopy_through_ferry () {  # SOCK ARGS...
         fail "nbdcopy through ferry $* failed"
     assert_same_file "$T/direct.raw" "$T/via.raw" "copy through ferry $*"
 }
+
+# Half-close exchange over UNIX: UP_BYTES up then stdin EOF; the server reads
+# to EOF, waits DELAY seconds, then replies REPLY_BYTES.  Both directions
+# must arrive whole, and ferry must exit 0.
+half_close_exchange () {  # UP_BYTES REPLY_BYTES DELAY
+    local server
+    make_data up "$1"
+    make_data reply "$2"
+    reply_server unix "$T/reply" "$3"
+    server=$LAST_PID
+    cat "$T/up" | within 30 "$FERRY" "$FERRY_ADDR" | cat > "$T/got"
+    assert_eq 0 "${PIPESTATUS[1]}" "ferry exit code"
+    wait "$server" || fail "socat server exited $?"
+    assert_same_file "$T/up" "$T/server-got" "upload"
+    assert_same_file "$T/reply" "$T/got" "reply"
+}
