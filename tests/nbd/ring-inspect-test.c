@@ -9,6 +9,7 @@
 
 #include "nbd-relay.h"
 #include "ring.h"
+#include "session.h"
 
 /* Endpoints over memory: a source handing out @data in pieces of @piece
  * bytes, and a sink taking at most @piece bytes a call into @out. */
@@ -93,18 +94,12 @@ test_move (void)
 static void
 test_captures (void)
 {
-  const char *dir = g_getenv ("NBD_CAPTURES");
-  g_autoptr (GDir) d = NULL;
-  const char *name;
+  g_autoptr (GPtrArray) paths = capture_paths ();
 
-  if (dir == NULL || (d = g_dir_open (dir, 0, NULL)) == NULL) {
-    g_test_skip ("NBD_CAPTURES not set");
-    return;
-  }
-  while ((name = g_dir_read_name (d)) != NULL) {
-    g_autofree char *path = g_build_filename (dir, name, NULL);
+  for (guint c = 0; paths && c < paths->len; c++) {
     g_autofree char *contents = NULL;
-    size_t len;
+    size_t len, pos = 0;
+    struct record r;
     struct nbd_config config = { .enabled = true };
     struct buffer *rings[2] = { ring_new (61 + NBD_RING_RESERVE),
                                 ring_new (97 + NBD_RING_RESERVE) };
@@ -115,22 +110,19 @@ test_captures (void)
     GByteArray *want[2] = { want0, want1 }, *got[2] = { got0, got1 };
     struct nbd_relay *nr = nbd_relay_new (&config, NULL, rings[0], rings[1], NULL, NULL);
 
-    g_assert_true (g_file_get_contents (path, &contents, &len, NULL));
-    for (size_t pos = 0; pos + 5 <= len;) {
-      const uint8_t *p = (const uint8_t *) contents + pos;
-      size_t rlen = (size_t) p[1] << 24 | p[2] << 16 | p[3] << 8 | p[4];
-      int dir_ = p[0] & 1;
-      struct mem_endpoint src = mem (p + 5, rlen, 13, NULL);
+    g_assert_true (g_file_get_contents (paths->pdata[c], &contents, &len, NULL));
+    while (record_next ((const uint8_t *) contents, len, &pos, &r)) {
+      int dir_ = r.dir;
+      struct mem_endpoint src = mem (r.data, r.len, 13, NULL);
       struct mem_endpoint sink = mem (NULL, 0, 11, got[dir_]);
 
-      g_byte_array_append (want[dir_], p + 5, rlen);
+      g_byte_array_append (want[dir_], r.data, r.len);
       while (src.pos < src.len || rings[dir_]->len > 0) {
         if (src.pos < src.len)
           rings[dir_]->ops->fill (rings[dir_], &src.base);
         g_assert_null (nbd_relay_error (nr));
         rings[dir_]->ops->drain (rings[dir_], &sink.base);
       }
-      pos += 5 + rlen;
     }
     for (int i = 0; i < 2; i++) {
       g_assert_cmpuint (got[i]->len, ==, want[i]->len);

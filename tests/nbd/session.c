@@ -28,20 +28,52 @@ feed_piece (struct nbd_framing *f, enum nbd_dir dir, uint8_t *buf, size_t len,
 }
 
 bool
+record_next (const uint8_t *data, size_t len, size_t *pos, struct record *r)
+{
+  const uint8_t *p = data + *pos;
+
+  if (*pos + 5 > len)
+    return false;
+  r->dir = p[0] & 1 ? NBD_S2C : NBD_C2S;
+  r->len = (size_t) p[1] << 24 | p[2] << 16 | p[3] << 8 | p[4];
+  r->len = MIN (r->len, len - *pos - 5);
+  r->data = p + 5;
+  *pos += 5 + r->len;
+  return true;
+}
+
+GPtrArray *
+capture_paths (void)
+{
+  const char *dir = g_getenv ("NBD_CAPTURES");
+  g_autoptr (GDir) d = NULL;
+  GPtrArray *paths;
+  const char *name;
+
+  if (dir == NULL || (d = g_dir_open (dir, 0, NULL)) == NULL) {
+    g_test_skip ("NBD_CAPTURES not set");
+    return NULL;
+  }
+  paths = g_ptr_array_new_with_free_func (g_free);
+  while ((name = g_dir_read_name (d)) != NULL)
+    g_ptr_array_add (paths, g_build_filename (dir, name, NULL));
+  g_assert_cmpuint (paths->len, >, 0);
+  return paths;
+}
+
+bool
 session_replay (struct nbd_framing *f, const uint8_t *data, size_t len, size_t chunk,
                 GByteArray *out[2], GError **error)
 {
   size_t pos = 0;
+  struct record r;
 
-  while (pos + 5 <= len) {
-    enum nbd_dir dir = data[pos] & 1 ? NBD_S2C : NBD_C2S;
-    size_t rlen = (size_t) data[pos + 1] << 24 | data[pos + 2] << 16 |
-                  data[pos + 3] << 8 | data[pos + 4];
-    pos += 5;
-    rlen = MIN (rlen, len - pos);
+  while (record_next (data, len, &pos, &r)) {
+    enum nbd_dir dir = r.dir;
+    size_t rlen = r.len;
     /* The parser patches in place: work on a copy. */
     g_autofree uint8_t *copy = g_malloc (rlen + 1);
-    memcpy (copy, data + pos, rlen);
+    memcpy (copy, r.data, rlen);
     for (size_t off = 0; off < rlen; off += chunk) {
       size_t n = MIN (chunk, rlen - off);
       if (!feed_piece (f, dir, copy + off, n, out ? out[dir] : NULL, error))
@@ -51,7 +83,6 @@ session_replay (struct nbd_framing *f, const uint8_t *data, size_t len, size_t c
     if (!feed_piece (f, dir == NBD_C2S ? NBD_S2C : NBD_C2S, copy, 0,
                      out ? out[dir == NBD_C2S ? NBD_S2C : NBD_C2S] : NULL, error))
       return false;
-    pos += rlen;
   }
   return true;
 }

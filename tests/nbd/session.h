@@ -15,6 +15,21 @@
 
 #include "nbd-framing.h"
 
+/* One record of a record stream. */
+struct record {
+  enum nbd_dir dir;
+  const uint8_t *data;
+  size_t len;
+};
+
+/* The record at *@pos in @data, advancing *@pos past it; false at the end.
+ * A length that runs past the end is cut short. */
+bool record_next (const uint8_t *data, size_t len, size_t *pos, struct record *r);
+
+/* The capture files of real sessions in $NBD_CAPTURES, or NULL (with the
+ * test marked skipped) when that is not set. */
+GPtrArray *capture_paths (void);
+
 /* Feed @data (a record stream) in pieces of at most @chunk bytes.  The
  * bytes the parser forwards for each direction are appended to @out[dir]
  * (either may be NULL).  Returns false with the parser's error. */
