@@ -903,6 +903,34 @@ nbd_framing_feed (struct nbd_framing *f, enum nbd_dir dir, uint8_t *buf, size_t 
   return feed_server (f, buf, len, room, step, error);
 }
 
+uint64_t
+nbd_framing_opaque (const struct nbd_framing *f, enum nbd_dir dir)
+{
+  const struct stream *st = dir == NBD_C2S ? &f->c : &f->s;
+  bool counted;
+
+  /* The read-only guard has header bytes to put back first. */
+  if (dir == NBD_C2S && f->c.reinsert > 0)
+    return 0;
+  if (st->state == (dir == NBD_C2S ? C_TLS : S_TLS))
+    return UINT64_MAX;
+  counted = dir == NBD_C2S ? st->state == C_PAYLOAD && !st->drop : st->state == S_PAYLOAD;
+  return counted && st->pos >= CAP_SIZE ? st->left : 0;
+}
+
+void
+nbd_framing_skip (struct nbd_framing *f, enum nbd_dir dir, size_t n)
+{
+  struct nbd_step step;
+
+  g_assert (n <= nbd_framing_opaque (f, dir));
+  /* Those states never read the buffer (payload() keeps nothing past
+   * CAP_SIZE) and cannot fail: the feed only counts. */
+  if (n > 0 && !nbd_framing_feed (f, dir, NULL, n, 0, &step, NULL))
+    g_assert_not_reached ();
+  g_assert (n == 0 || (step.action == NBD_PASS && step.n == n));
+}
+
 static const char *
 c_state_name (int state)
 {

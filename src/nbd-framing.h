@@ -108,6 +108,15 @@ bool nbd_framing_feed (struct nbd_framing *f, enum nbd_dir dir,
                        uint8_t *buf, size_t len, size_t room,
                        struct nbd_step *step, GError **error);
 
+/* How many of the next bytes in @dir the parser need not see: the rest of
+ * a payload it only counts (once it holds the first bytes it keeps), or
+ * everything after STARTTLS.  0 when it must see the next byte. */
+uint64_t nbd_framing_opaque (const struct nbd_framing *f, enum nbd_dir dir);
+
+/* @n bytes in @dir (at most nbd_framing_opaque()) went by unseen: count
+ * them as passed, as nbd_framing_feed() would have. */
+void nbd_framing_skip (struct nbd_framing *f, enum nbd_dir dir, size_t n);
+
 /* The direction ended (EOF).  Fails when that cut a message in half, or
  * when the server left before the handshake finished. */
 bool nbd_framing_eof (struct nbd_framing *f, enum nbd_dir dir, GError **error);

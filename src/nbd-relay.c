@@ -1,4 +1,4 @@
-/* ferry: --nbd glue between a relay's rings and the NBD parser. */
+/* ferry: --nbd glue between a relay's buffers and the NBD parser. */
 #include <config.h>
 
 #include "nbd-relay.h"
@@ -11,13 +11,14 @@
 #include "gsource-release.h"
 #include "message.h"
 #include "nbd-framing.h"
+#include "nbd-pipe.h"
 #include "nbd-proto.h"
 #include "ring.h"
 
 struct nbd_side {
   struct nbd_relay *nr;
   enum nbd_dir dir;
-  struct buffer *ring;
+  struct buffer *buf;         /* a ring, or an NBD pipe (never with the guard) */
 };
 
 struct nbd_relay {
@@ -33,22 +34,40 @@ struct nbd_relay {
   void *wake_data;
 };
 
+/* Whether an inspector should parse @n fresh bytes: not after a
+ * violation, and not at end of stream (n == 0), which it judges here. */
+static bool
+side_parses (struct nbd_side *side, size_t n)
+{
+  struct nbd_relay *nr = side->nr;
+
+  if (nr->error == NULL && n == 0)
+    nbd_framing_eof (nr->f, side->dir, &nr->error);
+  return nr->error == NULL && n > 0;
+}
+
+/* Once the server greeted, its timer has nothing left to watch. */
+static void
+side_parsed (struct nbd_side *side)
+{
+  struct nbd_relay *nr = side->nr;
+
+  if (nbd_framing_greeted (nr->f))
+    g_clear_pointer (&nr->greeting_timer, gsource_release);
+}
+
 /* Feed the @n fresh bytes at [ring->len, ring->len + n) to the parser and
  * apply its steps in place: w is where the next kept byte goes, r the next
  * byte to parse, end the end of the fresh bytes (inserts can push it). */
 static size_t
-inspect (void *data, struct buffer *ring, size_t n)
+inspect_ring (void *data, struct buffer *ring, size_t n)
 {
   struct nbd_side *side = data;
   struct nbd_relay *nr = side->nr;
   size_t base = ring->len, w = 0, r = 0, end = n;
 
-  if (nr->error)
+  if (!side_parses (side, n))
     return 0;
-  if (n == 0) {
-    nbd_framing_eof (nr->f, side->dir, &nr->error);
-    return 0;
-  }
   for (;;) {
     size_t contiguous = 0, span = 0, room = (r - w) + (ring->size - base - end);
     uint8_t *p = NULL;
@@ -85,15 +104,56 @@ inspect (void *data, struct buffer *ring, size_t n)
       break;
     }
   }
-  if (nbd_framing_greeted (nr->f))
-    g_clear_pointer (&nr->greeting_timer, gsource_release);
+  side_parsed (side);
   return w;
+}
+
+/* Feed the @n bytes a pipe has just taken in, copied at @bytes.  Without
+ * the guard every step passes. */
+static size_t
+inspect_pipe (void *data, uint8_t *bytes, size_t n)
+{
+  struct nbd_side *side = data;
+  struct nbd_relay *nr = side->nr;
+  struct nbd_step step;
+
+  if (!side_parses (side, n))
+    return 0;
+  for (size_t r = 0; r < n; r += step.n) {
+    if (!nbd_framing_feed (nr->f, side->dir, bytes + r, n - r, 0, &step, &nr->error))
+      return 0;
+    g_assert (step.action == NBD_PASS && step.n > 0);
+  }
+  side_parsed (side);
+  return n;
+}
+
+struct buffer *
+nbd_buffer_new (const struct nbd_config *config, bool splice, struct endpoint *src,
+                struct endpoint *dst, size_t size)
+{
+  struct buffer *b = NULL;
+
+  /* The guard edits what it forwards, which needs the bytes in memory. */
+  if (splice && !config->readonly && endpoint_splice_fd (dst, true) >= 0)
+    b = nbd_pipe_new (endpoint_splice_fd (src, false), size);
+  return b ? b : ring_new (size + NBD_RING_RESERVE);
+}
+
+static void
+side_attach (struct nbd_side *side)
+{
+  if (nbd_pipe_is (side->buf))
+    nbd_pipe_set_inspector (side->buf, side->nr->f, side->dir, inspect_pipe, side);
+  else
+    ring_set_inspector (side->buf, inspect_ring, side, NBD_RING_RESERVE);
 }
 
 void
 nbd_relay_emit (struct nbd_relay *nr)
 {
-  struct buffer *ring = nr->down.ring;
+  /* Only the guard inserts, and it always has a ring. */
+  struct buffer *ring = nr->down.buf;
   struct nbd_step step;
 
   while (nr->error == NULL &&
@@ -270,8 +330,8 @@ nbd_relay_new (const struct nbd_config *config, const char *label,
   nr->started = g_get_monotonic_time ();
   nr->wake = wake;
   nr->wake_data = wake_data;
-  ring_set_inspector (up, inspect, &nr->up, NBD_RING_RESERVE);
-  ring_set_inspector (down, inspect, &nr->down, NBD_RING_RESERVE);
+  side_attach (&nr->up);
+  side_attach (&nr->down);
   nr->stats_timer = start_timer (config->stats_interval, on_stats_timer, nr);
   nr->greeting_timer = start_timer (config->greeting_timeout, on_greeting_timeout, nr);
   return nr;

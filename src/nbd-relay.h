@@ -1,7 +1,10 @@
-/* ferry: --nbd, the NBD parser wired into a relay's two ring buffers.
+/* ferry: --nbd, the NBD parser wired into a relay's two buffers.
  *
- * Each direction's ring gets an inspector that feeds the bytes it has just
- * read to the connection's parser (nbd-framing.c) and applies its edits:
+ * Each direction's buffer gets an inspector that feeds the bytes it has
+ * just read to the connection's parser (nbd-framing.c).  Where the source
+ * is a socket and the destination can splice, the buffer is a pipe that
+ * moves payloads without copying them (nbd-pipe.c); otherwise, and always
+ * for --nbd-readonly, it is a ring, where the inspector applies the edits:
  * only --nbd-readonly drops or inserts anything.  Stats go to stderr or a
  * file at the end and every --stats-interval seconds. */
 #ifndef FERRY_NBD_RELAY_H
@@ -26,8 +29,15 @@ struct nbd_config {
 
 struct nbd_relay;
 
+/* The buffer of @size bytes for the direction @src -> @dst: an NBD pipe
+ * when @splice (not --no-splice) and both ends allow, else a ring with
+ * NBD_RING_RESERVE extra bytes. */
+struct buffer *nbd_buffer_new (const struct nbd_config *config, bool splice,
+                               struct endpoint *src, struct endpoint *dst, size_t size);
+
 /* Attach to @up (client -> server) and @down (server -> client), both
- * rings with NBD_RING_RESERVE extra bytes.  @label prefixes every line.
+ * made by nbd_buffer_new() (or rings with NBD_RING_RESERVE extra bytes).
+ * @label prefixes every line.
  * @wake is called when a timer found a violation (no greeting in time). */
 struct nbd_relay *nbd_relay_new (const struct nbd_config *config, const char *label,
                                  struct buffer *up, struct buffer *down,

@@ -111,3 +111,9 @@ pipe_buffer_new (size_t size)
   pb->wfd = fds[1];
   return &pb->base;
 }
+
+int
+pipe_buffer_write_fd (struct buffer *b)
+{
+  return ((struct pipe_buffer *) b)->wfd;
+}

@@ -19,4 +19,8 @@ struct buffer *pipe_buffer_new (size_t size);
  * is not a pipe. */
 long pipe_grow (int fd, size_t size);
 
+/* The write end of pipe buffer @b's pipe, for a kind that fills the pipe
+ * itself and counts what it put there (nbd-pipe.c). */
+int pipe_buffer_write_fd (struct buffer *b);
+
 #endif

@@ -418,10 +418,12 @@ pump_init (struct pump *p, struct relay *relay, struct endpoint *src,
   if (relay->config.splice && !relay->config.nbd.enabled &&
       endpoint_splice_fd (src, false) >= 0 && endpoint_splice_fd (dst, true) >= 0)
     p->buf = pipe_buffer_new (relay->config.buffer_size);
-  /* --nbd parses what it reads: the copying path, with room for inserts. */
+  /* --nbd parses what it reads: buffers of its own. */
+  if (relay->config.nbd.enabled)
+    p->buf = nbd_buffer_new (&relay->config.nbd, relay->config.splice, src, dst,
+                             relay->config.buffer_size);
   if (p->buf == NULL)
-    p->buf = ring_new (relay->config.buffer_size +
-                       (relay->config.nbd.enabled ? NBD_RING_RESERVE : 0));
+    p->buf = ring_new (relay->config.buffer_size);
 }
 
 struct relay *

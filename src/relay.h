@@ -33,7 +33,7 @@ struct relay_config {
                                  read are still delivered both ways. */
   bool verbose;               /* print statistics when done */
   const char *label;          /* prefix for messages, e.g. "connection 3"; may be NULL */
-  struct nbd_config nbd;      /* --nbd: parse, check and count NBD (copy path only) */
+  struct nbd_config nbd;      /* --nbd: parse, check and count NBD */
 };
 
 struct relay;

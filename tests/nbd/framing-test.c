@@ -154,44 +154,70 @@ hole_chunk (struct sess *s, uint16_t flags, uint64_t cookie, uint64_t offset, ui
 
 static const size_t chunks[] = { 1, 3, 7, 4096, 1 << 20 };
 
-/* Replays @s in every piece size; the parser must forward it unchanged. */
+/* Skipping what the parser need not see leaves the same counts as
+ * feeding it (only the times differ). */
+static void
+assert_same_counts (struct nbd_framing *a, struct nbd_framing *b)
+{
+  for (unsigned i = 0; i < NBD_STATS_CMDS; i++) {
+    const struct nbd_cmd_stats *x = nbd_framing_cmd_stats (a, i);
+    const struct nbd_cmd_stats *y = nbd_framing_cmd_stats (b, i);
+    g_assert_cmpuint (x->ops, ==, y->ops);
+    g_assert_cmpuint (x->bytes, ==, y->bytes);
+    g_assert_cmpuint (x->errors, ==, y->errors);
+    g_assert_cmpuint (x->hole_bytes, ==, y->hole_bytes);
+    g_assert_cmpuint (x->inflight_now, ==, y->inflight_now);
+  }
+}
+
+/* Replays @s in every piece size, fed whole and with skips; the parser
+ * must forward it unchanged and count the same each time. */
 static struct nbd_framing *
 replay_ok (struct sess *s)
 {
   struct nbd_framing *f = NULL;
+  g_autoptr (NbdFraming) first = NULL;
 
-  for (size_t i = 0; i < G_N_ELEMENTS (chunks); i++) {
+  for (size_t i = 0; i < 2 * G_N_ELEMENTS (chunks); i++) {
     g_autoptr (GError) error = NULL;
     GByteArray *out[2] = { g_byte_array_new (), g_byte_array_new () };
-    nbd_framing_free (f);
+    size_t chunk = chunks[i / 2];
+    if (first == NULL)
+      first = f;
+    else
+      nbd_framing_free (f);
     f = nbd_framing_new (false);
-    if (!session_replay (f, s->rec->data, s->rec->len, chunks[i], out, &error))
-      g_error ("chunk %zu: %s", chunks[i], error->message);
+    if (!session_replay (f, s->rec->data, s->rec->len, chunk, i % 2, out, &error))
+      g_error ("chunk %zu%s: %s", chunk, i % 2 ? " skipping" : "", error->message);
     for (int d = 0; d < 2; d++) {
       g_assert_cmpuint (out[d]->len, ==, s->want[d]->len);
       g_assert (memcmp (out[d]->data, s->want[d]->data, out[d]->len) == 0);
       g_byte_array_unref (out[d]);
     }
+    if (first)
+      assert_same_counts (first, f);
   }
   return f;
 }
 
-/* Replays @s in every piece size from @min_chunk on and expects the same
- * error each time.  (A bad greeting is reported at its first wrong byte,
- * showing what has arrived; a real one arrives in one piece.) */
+/* Replays @s in every piece size from @min_chunk on, fed whole and with
+ * skips, and expects the same error each time.  (A bad greeting is
+ * reported at its first wrong byte, showing what has arrived; a real one
+ * arrives in one piece.) */
 static void
 replay_fails (struct sess *s, bool readonly, size_t min_chunk, const char *message)
 {
-  for (size_t i = 0; i < G_N_ELEMENTS (chunks); i++) {
-    if (chunks[i] < min_chunk)
+  for (size_t i = 0; i < 2 * G_N_ELEMENTS (chunks); i++) {
+    size_t chunk = chunks[i / 2];
+    if (chunk < min_chunk)
       continue;
     g_autoptr (GError) error = NULL;
     g_autoptr (NbdFraming) f = nbd_framing_new (readonly);
-    if (session_replay (f, s->rec->data, s->rec->len, chunks[i], NULL, &error))
-      g_error ("chunk %zu: expected an error containing '%s'", chunks[i], message);
+    if (session_replay (f, s->rec->data, s->rec->len, chunk, i % 2, NULL, &error))
+      g_error ("chunk %zu: expected an error containing '%s'", chunk, message);
     g_assert_error (error, FERRY_ERROR, FERRY_EXIT_PROTOCOL);
     if (strstr (error->message, message) == NULL)
-      g_error ("chunk %zu: '%s' does not contain '%s'", chunks[i], error->message, message);
+      g_error ("chunk %zu: '%s' does not contain '%s'", chunk, error->message, message);
   }
 }
 
@@ -395,7 +421,7 @@ check_readonly (struct sess *s, size_t want_s2c_growth, uint16_t refused_cmd)
     g_autoptr (GByteArray) s2c = g_byte_array_new ();
     GByteArray *out[2] = { c2s, s2c };
 
-    if (!session_replay (f, s->rec->data, s->rec->len, chunks[i], out, &error))
+    if (!session_replay (f, s->rec->data, s->rec->len, chunks[i], false, out, &error))
       g_error ("chunk %zu: %s", chunks[i], error->message);
     g_assert_true (nbd_framing_handshake (f)->flags & NBD_FLAG_READ_ONLY);
     g_assert_cmpuint (nbd_framing_cmd_stats (f, refused_cmd)->refused, ==, 1);
@@ -521,7 +547,7 @@ test_eof (void)
   emit (&s, 1, "NBDMAG", 6);
   {
     g_autoptr (NbdFraming) f = nbd_framing_new (false);
-    g_assert_true (session_replay (f, s.rec->data, s.rec->len, 2, NULL, NULL));
+    g_assert_true (session_replay (f, s.rec->data, s.rec->len, 2, false, NULL, NULL));
     g_assert_false (nbd_framing_eof (f, NBD_S2C, &error));
     g_assert_nonnull (strstr (error->message, "in the middle of the greeting (after 6 bytes)"));
     g_clear_error (&error);
@@ -531,7 +557,7 @@ test_eof (void)
   server_greeting (&s, 1);
   {
     g_autoptr (NbdFraming) f = nbd_framing_new (false);
-    g_assert_true (session_replay (f, s.rec->data, s.rec->len, 5, NULL, NULL));
+    g_assert_true (session_replay (f, s.rec->data, s.rec->len, 5, false, NULL, NULL));
     g_assert_false (nbd_framing_eof (f, NBD_S2C, &error));
     g_assert_nonnull (strstr (error->message, "before the handshake finished"));
   }

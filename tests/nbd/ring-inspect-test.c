@@ -1,12 +1,17 @@
 /* ferry: unit tests of the ring's inspector edits (ring_at, ring_move,
  * ring_write), and of --nbd's inspector driving them, on small rings whose
- * contents wrap around, fed in odd pieces. */
+ * contents wrap around, fed in odd pieces; and of --nbd's pipes, which
+ * peek and splice between socket pairs. */
 #include <config.h>
 
+#include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <glib.h>
 
+#include "nbd-pipe.h"
 #include "nbd-relay.h"
 #include "ring.h"
 #include "session.h"
@@ -134,11 +139,149 @@ test_captures (void)
   }
 }
 
+/* An endpoint that only offers an fd to splice: a socket pair's end. */
+struct sock_endpoint {
+  struct endpoint base;
+  int fd;
+};
+
+static int
+sock_splice_fd (struct endpoint *ep, bool write)
+{
+  return ((struct sock_endpoint *) ep)->fd;
+}
+
+static const struct endpoint_ops sock_ops = { .splice_fd = sock_splice_fd };
+
+/* One direction through an NBD pipe: bytes written to feed[0] reach the
+ * pipe's source feed[1]; its drains go to out[0] and are read at out[1]. */
+struct pipe_dir {
+  int feed[2], out[2];
+  struct sock_endpoint src, dst;
+  struct buffer *buf;
+};
+
+static void
+pipe_dir_init (struct pipe_dir *d, size_t size)
+{
+  struct nbd_config config = { .enabled = true };
+
+  g_assert_cmpint (socketpair (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, d->feed), ==, 0);
+  g_assert_cmpint (socketpair (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, d->out), ==, 0);
+  d->src = (struct sock_endpoint) { { .ops = &sock_ops }, d->feed[1] };
+  d->dst = (struct sock_endpoint) { { .ops = &sock_ops }, d->out[0] };
+  d->buf = nbd_buffer_new (&config, true, &d->src.base, &d->dst.base, size);
+  g_assert_true (nbd_pipe_is (d->buf));
+}
+
+static void
+pipe_dir_clear (struct pipe_dir *d)
+{
+  buffer_free (d->buf);
+  for (int i = 0; i < 2; i++) {
+    close (d->feed[i]);
+    close (d->out[i]);
+  }
+}
+
+/* Write @len bytes to the source in pieces of 13, filling and draining the
+ * pipe as they go, until @got holds @want bytes. */
+static void
+pipe_dir_move (struct pipe_dir *d, struct nbd_relay *nr, const uint8_t *data, size_t len,
+               GByteArray *got, size_t want)
+{
+  size_t written = 0;
+
+  for (unsigned rounds = 0; written < len || got->len < want; rounds++) {
+    uint8_t chunk[4096];
+    ssize_t n;
+
+    g_assert_cmpuint (rounds, <, 100000);
+    if (written < len && (n = write (d->feed[0], data + written, MIN (13, len - written))) > 0)
+      written += n;
+    d->buf->ops->fill (d->buf, &d->src.base);
+    g_assert_null (nbd_relay_error (nr));
+    d->buf->ops->drain (d->buf, &d->dst.base);
+    while ((n = read (d->out[1], chunk, sizeof chunk)) > 0)
+      g_byte_array_append (got, chunk, n);
+  }
+}
+
+/* The captured sessions through two small NBD pipes between socket pairs,
+ * fed in odd pieces: what comes out equals what went in, and each end of
+ * stream at a message boundary is accepted. */
+static void
+test_pipe_captures (void)
+{
+  g_autoptr (GPtrArray) paths = capture_paths ();
+
+  for (guint c = 0; paths && c < paths->len; c++) {
+    g_autofree char *contents = NULL;
+    size_t len, pos = 0;
+    struct record r;
+    struct nbd_config config = { .enabled = true };
+    struct pipe_dir dirs[2];
+    g_autoptr (GByteArray) want0 = g_byte_array_new ();
+    g_autoptr (GByteArray) want1 = g_byte_array_new ();
+    g_autoptr (GByteArray) got0 = g_byte_array_new ();
+    g_autoptr (GByteArray) got1 = g_byte_array_new ();
+    GByteArray *want[2] = { want0, want1 }, *got[2] = { got0, got1 };
+    struct nbd_relay *nr;
+
+    pipe_dir_init (&dirs[0], 61);
+    pipe_dir_init (&dirs[1], 97);
+    nr = nbd_relay_new (&config, NULL, dirs[0].buf, dirs[1].buf, NULL, NULL);
+    g_assert_true (g_file_get_contents (paths->pdata[c], &contents, &len, NULL));
+    while (record_next ((const uint8_t *) contents, len, &pos, &r)) {
+      g_byte_array_append (want[r.dir], r.data, r.len);
+      pipe_dir_move (&dirs[r.dir], nr, r.data, r.len, got[r.dir], want[r.dir]->len);
+    }
+    for (int i = 0; i < 2; i++) {
+      g_assert_cmpuint (got[i]->len, ==, want[i]->len);
+      g_assert_true (memcmp (got[i]->data, want[i]->data, got[i]->len) == 0);
+    }
+    /* The client leaves first, then the server. */
+    for (int i = 0; i < 2; i++) {
+      shutdown (dirs[i].feed[0], SHUT_WR);
+      g_assert_cmpint (dirs[i].buf->ops->fill (dirs[i].buf, &dirs[i].src.base), ==, 0);
+      g_assert_null (nbd_relay_error (nr));
+    }
+    nbd_relay_free (nr);
+    pipe_dir_clear (&dirs[0]);
+    pipe_dir_clear (&dirs[1]);
+  }
+}
+
+/* A violation seen in a pipe: the bytes that broke the rules never count
+ * as buffered, so nothing of them is drained. */
+static void
+test_pipe_violation (void)
+{
+  static const char reply[] = "HTTP/1.1 400 Bad Request\r\n";
+  struct nbd_config config = { .enabled = true };
+  struct pipe_dir up, down;
+  struct nbd_relay *nr;
+
+  pipe_dir_init (&up, 4096);
+  pipe_dir_init (&down, 4096);
+  nr = nbd_relay_new (&config, NULL, up.buf, down.buf, NULL, NULL);
+  g_assert_cmpint (write (down.feed[0], reply, sizeof reply - 1), ==, sizeof reply - 1);
+  g_assert_cmpint (down.buf->ops->fill (down.buf, &down.src.base), >, 0);
+  g_assert_nonnull (nbd_relay_error (nr));
+  g_assert_nonnull (strstr (nbd_relay_error (nr)->message, "looks like a web server"));
+  g_assert_cmpuint (down.buf->len, ==, 0);
+  nbd_relay_free (nr);
+  pipe_dir_clear (&up);
+  pipe_dir_clear (&down);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/ring/move", test_move);
   g_test_add_func ("/nbd/ring-captures", test_captures);
+  g_test_add_func ("/nbd/pipe-captures", test_pipe_captures);
+  g_test_add_func ("/nbd/pipe-violation", test_pipe_violation);
   return g_test_run ();
 }

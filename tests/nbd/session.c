@@ -5,12 +5,21 @@
 
 static bool
 feed_piece (struct nbd_framing *f, enum nbd_dir dir, uint8_t *buf, size_t len,
-            GByteArray *out, GError **error)
+            bool skip, GByteArray *out, GError **error)
 {
   struct nbd_step step;
   size_t done = 0;
 
   for (;;) {
+    uint64_t unseen = skip ? nbd_framing_opaque (f, dir) : 0;
+    if (unseen > 0 && done < len) {
+      size_t n = (size_t) MIN (unseen, (uint64_t) (len - done));
+      nbd_framing_skip (f, dir, n);
+      if (out)
+        g_byte_array_append (out, buf + done, n);
+      done += n;
+      continue;
+    }
     if (!nbd_framing_feed (f, dir, buf + done, len - done, 4 * NBD_MAX_INSERT, &step, error))
       return false;
     if (step.n == 0)
@@ -63,7 +72,7 @@ capture_paths (void)
 
 bool
 session_replay (struct nbd_framing *f, const uint8_t *data, size_t len, size_t chunk,
-                GByteArray *out[2], GError **error)
+                bool skip, GByteArray *out[2], GError **error)
 {
   size_t pos = 0;
   struct record r;
@@ -76,11 +85,11 @@ session_replay (struct nbd_framing *f, const uint8_t *data, size_t len, size_t c
     memcpy (copy, r.data, rlen);
     for (size_t off = 0; off < rlen; off += chunk) {
       size_t n = MIN (chunk, rlen - off);
-      if (!feed_piece (f, dir, copy + off, n, out ? out[dir] : NULL, error))
+      if (!feed_piece (f, dir, copy + off, n, skip, out ? out[dir] : NULL, error))
         return false;
     }
     /* Let the other direction collect what is waiting for it. */
-    if (!feed_piece (f, dir == NBD_C2S ? NBD_S2C : NBD_C2S, copy, 0,
+    if (!feed_piece (f, dir == NBD_C2S ? NBD_S2C : NBD_C2S, copy, 0, skip,
                      out ? out[dir == NBD_C2S ? NBD_S2C : NBD_C2S] : NULL, error))
       return false;
   }

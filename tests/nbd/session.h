@@ -30,10 +30,12 @@ bool record_next (const uint8_t *data, size_t len, size_t *pos, struct record *r
  * test marked skipped) when that is not set. */
 GPtrArray *capture_paths (void);
 
-/* Feed @data (a record stream) in pieces of at most @chunk bytes.  The
- * bytes the parser forwards for each direction are appended to @out[dir]
- * (either may be NULL).  Returns false with the parser's error. */
+/* Feed @data (a record stream) in pieces of at most @chunk bytes; with
+ * @skip, the bytes nbd_framing_opaque() allows go by nbd_framing_skip()
+ * instead, as an NBD pipe moves them.  The bytes the parser forwards for
+ * each direction are appended to @out[dir] (either may be NULL).  Returns
+ * false with the parser's error. */
 bool session_replay (struct nbd_framing *f, const uint8_t *data, size_t len,
-                     size_t chunk, GByteArray *out[2], GError **error);
+                     size_t chunk, bool skip, GByteArray *out[2], GError **error);
 
 #endif

@@ -1,0 +1,46 @@
+/* ferry: --nbd without copying payloads, a pipe buffer fed from a socket.
+ *
+ * The parser must see every header, but most bytes are payload it only
+ * counts (NBD_CMD_READ replies, NBD_CMD_WRITE data).  A fill asks the
+ * parser how many of the next bytes it need not see; a long enough stretch
+ * is spliced into the pipe unseen and reported with nbd_framing_skip().
+ * Otherwise the fill peeks at the next bytes (recv MSG_PEEK, the only copy
+ * to user space), splices them into the pipe and then shows the inspector
+ * exactly the bytes that moved.  Drains splice from the pipe, so payloads
+ * never cross user space.
+ *
+ * As with the ring's inspector, bytes count as buffered only once the
+ * parser accepted them: after a violation the rest stays in the pipe and
+ * is never drained.  Nothing can be edited, so the read-only guard keeps
+ * the ring. */
+#ifndef FERRY_NBD_PIPE_H
+#define FERRY_NBD_PIPE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buffer.h"
+#include "nbd-framing.h"
+
+/* The most bytes one fill peeks at, and so the shortest stretch worth
+ * splicing unseen: a shorter one goes along with the header after it. */
+#define NBD_PEEK_SIZE 4096
+
+/* An inspector gets the @n bytes a fill has just moved into the pipe, as
+ * the copy at @bytes, and returns how many count as buffered: @n, or 0
+ * after a violation.  At end of stream it is called with @n == 0. */
+typedef size_t (*nbd_pipe_inspect_fn) (void *data, uint8_t *bytes, size_t n);
+
+/* A pipe sized to @size bytes (capped as pipe_buffer_new() caps it) for a
+ * direction whose source reads from @src_fd; NULL when @src_fd is no
+ * stream socket (only a socket can be peeked at) or no pipe can be made.
+ * The destination must offer a splice fd. */
+struct buffer *nbd_pipe_new (int src_fd, size_t size);
+
+bool nbd_pipe_is (const struct buffer *b);
+
+/* Fills consult @f's direction @dir and show the bytes it must see to @fn. */
+void nbd_pipe_set_inspector (struct buffer *b, struct nbd_framing *f, enum nbd_dir dir,
+                             nbd_pipe_inspect_fn fn, void *data);
+
+#endif
