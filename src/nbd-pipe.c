@@ -20,6 +20,8 @@ struct nbd_pipe {
   enum nbd_dir dir;
   nbd_pipe_inspect_fn inspect;
   void *inspect_data;
+  size_t ahead;               /* bytes at the front of the source that the
+                                 parser has seen but that have not moved */
   int read_errno;             /* a read failure after bytes had moved in
                                  the same fill, reported by the next one
                                  (a socket reports it only once); or 0 */
@@ -28,60 +30,60 @@ struct nbd_pipe {
 
 static const unsigned splice_flags = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
 
-static void
-count (struct nbd_pipe *np, size_t n)
-{
-  buffer_produced (&np->base, n);
-  buffer_produced (np->pipe, n);
-}
-
-/* One move from @fd into the pipe of at most @room bytes, setting *@asked
- * to how many it tried to move (a stretch the parser need not see) or to
- * peek at.  Returns like splice(2); moving fewer than *@asked means the
- * source or the pipe had no more, and *@asked = 0 that the parser found a
- * violation in what moved. */
+/* One move from @fd into the pipe, of at most @room bytes: when the parser
+ * must see the next bytes and has seen none that wait, a peek shows them
+ * first; then one splice moves what it has seen and what it need not see.
+ * Returns like splice(2), or -1 with EAGAIN when the peek found nothing or
+ * the parser a violation (then nothing moves).  *@more: the source may
+ * hold more. */
 static ssize_t
-move_once (struct nbd_pipe *np, int fd, size_t room, size_t *asked)
+move_once (struct nbd_pipe *np, int fd, size_t room, bool *more)
 {
   uint64_t unseen = nbd_framing_opaque (np->f, np->dir);
-  size_t kept;
+  bool short_peek = false;
+  size_t want;
   ssize_t n;
 
-  if (unseen >= NBD_PEEK_SIZE) {
-    *asked = MIN (room, unseen);
-    n = splice (fd, NULL, np->wfd, NULL, *asked, splice_flags);
-    if (n > 0) {
-      nbd_framing_skip (np->f, np->dir, n);
-      count (np, n);
+  *more = false;
+  if (np->ahead == 0 && unseen < NBD_PEEK_SIZE) {
+    size_t asked = MIN (room, sizeof np->peeked);
+    n = recv (fd, np->peeked, asked, MSG_PEEK);
+    if (n <= 0)
+      return n;
+    /* Only this buffer reads @fd: these bytes are the next to move. */
+    if (!np->inspect (np->inspect_data, np->peeked, n)) {
+      errno = EAGAIN;
+      return -1;
     }
-    return n;
+    np->ahead = n;
+    short_peek = (size_t) n < asked;
+    unseen = nbd_framing_opaque (np->f, np->dir);
   }
-  *asked = MIN (room, sizeof np->peeked);
-  n = recv (fd, np->peeked, *asked, MSG_PEEK);
-  /* Nothing ready is the source's doing: the pipe is not full. */
-  if (n < 0 && errno == EAGAIN)
-    *asked = 0;
-  if (n <= 0)
-    return n;
-  /* Only this buffer reads @fd, so the first @n bytes are the ones seen. */
-  n = splice (fd, NULL, np->wfd, NULL, n, splice_flags);
+  want = MIN (room, np->ahead + MIN (unseen, (uint64_t) room));
+  n = splice (fd, NULL, np->wfd, NULL, want, splice_flags);
   if (n > 0) {
-    kept = np->inspect (np->inspect_data, np->peeked, n);
-    count (np, kept);
-    if (kept < (size_t) n)
-      *asked = 0;
+    size_t seen = MIN ((size_t) n, np->ahead);
+    np->ahead -= seen;
+    nbd_framing_skip (np->f, np->dir, n - seen);
+    buffer_produced (&np->base, n);
+    buffer_produced (np->pipe, n);
+    /* A short peek found the source nearly empty. */
+    *more = (size_t) n == want && !short_peek;
+  } else if (n < 0 && errno == EAGAIN && np->base.len > 0) {
+    np->base.blocked = true;  /* the pipe's slots may be full, as in pipe_fill() */
   }
   return n;
 }
 
 /* Move while the source keeps up, as far as the free space goes: a reply's
- * header and its payload in one fill. */
+ * header and its payload in one splice. */
 static ssize_t
 nbd_pipe_fill (struct buffer *b, struct endpoint *src)
 {
   struct nbd_pipe *np = (struct nbd_pipe *) b;
   int fd = endpoint_splice_fd (src, false);
-  size_t asked, moved = 0;
+  size_t moved = 0;
+  bool more;
   ssize_t n;
 
   if (np->read_errno) {
@@ -90,10 +92,10 @@ nbd_pipe_fill (struct buffer *b, struct endpoint *src)
     return -1;
   }
   do {
-    n = move_once (np, fd, b->size - b->len, &asked);
+    n = move_once (np, fd, b->size - b->len, &more);
     if (n > 0)
       moved += n;
-  } while (n > 0 && (size_t) n == asked && b->len < b->size);
+  } while (more && b->len < b->size);
 
   if (moved > 0 && n < 0 && errno != EAGAIN && errno != EINTR)
     np->read_errno = errno;
@@ -101,8 +103,6 @@ nbd_pipe_fill (struct buffer *b, struct endpoint *src)
     return moved;
   if (n == 0)
     np->inspect (np->inspect_data, NULL, 0);
-  else if (errno == EAGAIN && asked > 0 && b->len > 0)
-    b->blocked = true;        /* the pipe's slots may be full, as in pipe_fill() */
   return n;
 }
 

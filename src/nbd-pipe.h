@@ -5,14 +5,11 @@
  * parser how many of the next bytes it need not see; a long enough stretch
  * is spliced into the pipe unseen and reported with nbd_framing_skip().
  * Otherwise the fill peeks at the next bytes (recv MSG_PEEK, the only copy
- * to user space), splices them into the pipe and then shows the inspector
- * exactly the bytes that moved.  Drains splice from the pipe, so payloads
- * never cross user space.
- *
- * As with the ring's inspector, bytes count as buffered only once the
- * parser accepted them: after a violation the rest stays in the pipe and
- * is never drained.  Nothing can be edited, so the read-only guard keeps
- * the ring. */
+ * to user space) and shows them to the inspector while they still wait in
+ * the socket; one splice then moves them together with the payload that
+ * follows.  Drains splice from the pipe, so payloads never cross user
+ * space, and bytes that break the rules never enter it.  Nothing can be
+ * edited, so the read-only guard keeps the ring. */
 #ifndef FERRY_NBD_PIPE_H
 #define FERRY_NBD_PIPE_H
 
@@ -26,10 +23,10 @@
  * splicing unseen: a shorter one goes along with the header after it. */
 #define NBD_PEEK_SIZE 4096
 
-/* An inspector gets the @n bytes a fill has just moved into the pipe, as
- * the copy at @bytes, and returns how many count as buffered: @n, or 0
- * after a violation.  At end of stream it is called with @n == 0. */
-typedef size_t (*nbd_pipe_inspect_fn) (void *data, uint8_t *bytes, size_t n);
+/* An inspector parses the copy at @bytes of the @n bytes next in the
+ * source, before they move, and returns false after a violation (they
+ * never move).  At end of stream it is called with @n == 0. */
+typedef bool (*nbd_pipe_inspect_fn) (void *data, uint8_t *bytes, size_t n);
 
 /* A pipe sized to @size bytes (capped as pipe_buffer_new() caps it) for a
  * direction whose source reads from @src_fd; NULL when @src_fd is no

@@ -108,9 +108,9 @@ inspect_ring (void *data, struct buffer *ring, size_t n)
   return w;
 }
 
-/* Feed the @n bytes a pipe has just taken in, copied at @bytes.  Without
- * the guard every step passes. */
-static size_t
+/* Feed the @n bytes a pipe is about to take in, copied at @bytes.
+ * Without the guard every step passes. */
+static bool
 inspect_pipe (void *data, uint8_t *bytes, size_t n)
 {
   struct nbd_side *side = data;
@@ -118,14 +118,14 @@ inspect_pipe (void *data, uint8_t *bytes, size_t n)
   struct nbd_step step;
 
   if (!side_parses (side, n))
-    return 0;
+    return false;
   for (size_t r = 0; r < n; r += step.n) {
     if (!nbd_framing_feed (nr->f, side->dir, bytes + r, n - r, 0, &step, &nr->error))
-      return 0;
+      return false;
     g_assert (step.action == NBD_PASS && step.n > 0);
   }
   side_parsed (side);
-  return n;
+  return true;
 }
 
 struct buffer *
