@@ -94,49 +94,66 @@ test_move (void)
         }
 }
 
-/* The captured sessions through two small rings with --nbd's inspector,
- * read and written in odd pieces: what comes out equals what went in. */
+/* Moves the record stream @data through a relay's buffers and appends
+ * what comes out of each direction to @got[dir]. */
+typedef void (*capture_run_fn) (const uint8_t *data, size_t len, GByteArray *got[2]);
+
+/* Every capture through @run: what comes out equals what went in. */
 static void
-test_captures (void)
+check_captures (capture_run_fn run)
 {
   g_autoptr (GPtrArray) paths = capture_paths ();
 
   for (guint c = 0; paths && c < paths->len; c++) {
-    g_autofree char *contents = NULL;
-    size_t len, pos = 0;
-    struct record r;
-    struct nbd_config config = { .enabled = true };
-    struct buffer *rings[2] = { ring_new (61 + NBD_RING_RESERVE),
-                                ring_new (97 + NBD_RING_RESERVE) };
     g_autoptr (GByteArray) want0 = g_byte_array_new ();
     g_autoptr (GByteArray) want1 = g_byte_array_new ();
     g_autoptr (GByteArray) got0 = g_byte_array_new ();
     g_autoptr (GByteArray) got1 = g_byte_array_new ();
     GByteArray *want[2] = { want0, want1 }, *got[2] = { got0, got1 };
-    struct nbd_relay *nr = nbd_relay_new (&config, NULL, rings[0], rings[1], NULL, NULL);
+    g_autoptr (GBytes) rec = capture_load (paths->pdata[c], want);
+    size_t len;
+    const uint8_t *data = g_bytes_get_data (rec, &len);
 
-    g_assert_true (g_file_get_contents (paths->pdata[c], &contents, &len, NULL));
-    while (record_next ((const uint8_t *) contents, len, &pos, &r)) {
-      int dir_ = r.dir;
-      struct mem_endpoint src = mem (r.data, r.len, 13, NULL);
-      struct mem_endpoint sink = mem (NULL, 0, 11, got[dir_]);
-
-      g_byte_array_append (want[dir_], r.data, r.len);
-      while (src.pos < src.len || rings[dir_]->len > 0) {
-        if (src.pos < src.len)
-          rings[dir_]->ops->fill (rings[dir_], &src.base);
-        g_assert_null (nbd_relay_error (nr));
-        rings[dir_]->ops->drain (rings[dir_], &sink.base);
-      }
-    }
+    run (data, len, got);
     for (int i = 0; i < 2; i++) {
       g_assert_cmpuint (got[i]->len, ==, want[i]->len);
       g_assert_true (memcmp (got[i]->data, want[i]->data, got[i]->len) == 0);
     }
-    nbd_relay_free (nr);
-    buffer_free (rings[0]);
-    buffer_free (rings[1]);
   }
+}
+
+/* Through two small rings with --nbd's inspector, read and written in odd
+ * pieces. */
+static void
+run_rings (const uint8_t *data, size_t len, GByteArray *got[2])
+{
+  struct nbd_config config = { .enabled = true };
+  struct buffer *rings[2] = { ring_new (61 + NBD_RING_RESERVE),
+                              ring_new (97 + NBD_RING_RESERVE) };
+  struct nbd_relay *nr = nbd_relay_new (&config, NULL, rings[0], rings[1], NULL, NULL);
+  size_t pos = 0;
+  struct record r;
+
+  while (record_next (data, len, &pos, &r)) {
+    struct mem_endpoint src = mem (r.data, r.len, 13, NULL);
+    struct mem_endpoint sink = mem (NULL, 0, 11, got[r.dir]);
+
+    while (src.pos < src.len || rings[r.dir]->len > 0) {
+      if (src.pos < src.len)
+        rings[r.dir]->ops->fill (rings[r.dir], &src.base);
+      g_assert_null (nbd_relay_error (nr));
+      rings[r.dir]->ops->drain (rings[r.dir], &sink.base);
+    }
+  }
+  nbd_relay_free (nr);
+  buffer_free (rings[0]);
+  buffer_free (rings[1]);
+}
+
+static void
+test_captures (void)
+{
+  check_captures (run_rings);
 }
 
 /* An endpoint that only offers an fd to splice: a socket pair's end. */
@@ -185,12 +202,12 @@ pipe_dir_clear (struct pipe_dir *d)
 }
 
 /* Write @len bytes to the source in pieces of 13, filling and draining the
- * pipe as they go, until @got holds @want bytes. */
+ * pipe as they go, until all of them came out into @got. */
 static void
 pipe_dir_move (struct pipe_dir *d, struct nbd_relay *nr, const uint8_t *data, size_t len,
-               GByteArray *got, size_t want)
+               GByteArray *got)
 {
-  size_t written = 0;
+  size_t written = 0, want = got->len + len;
 
   for (unsigned rounds = 0; written < len || got->len < want; rounds++) {
     uint8_t chunk[4096];
@@ -207,49 +224,37 @@ pipe_dir_move (struct pipe_dir *d, struct nbd_relay *nr, const uint8_t *data, si
   }
 }
 
-/* The captured sessions through two small NBD pipes between socket pairs,
- * fed in odd pieces: what comes out equals what went in, and each end of
- * stream at a message boundary is accepted. */
+/* Through two small NBD pipes between socket pairs, fed in odd pieces;
+ * each end of stream at a message boundary is accepted. */
+static void
+run_pipes (const uint8_t *data, size_t len, GByteArray *got[2])
+{
+  struct nbd_config config = { .enabled = true };
+  struct pipe_dir dirs[2];
+  struct nbd_relay *nr;
+  size_t pos = 0;
+  struct record r;
+
+  pipe_dir_init (&dirs[0], 61);
+  pipe_dir_init (&dirs[1], 97);
+  nr = nbd_relay_new (&config, NULL, dirs[0].buf, dirs[1].buf, NULL, NULL);
+  while (record_next (data, len, &pos, &r))
+    pipe_dir_move (&dirs[r.dir], nr, r.data, r.len, got[r.dir]);
+  /* The client leaves first, then the server. */
+  for (int i = 0; i < 2; i++) {
+    shutdown (dirs[i].feed[0], SHUT_WR);
+    g_assert_cmpint (dirs[i].buf->ops->fill (dirs[i].buf, &dirs[i].src.base), ==, 0);
+    g_assert_null (nbd_relay_error (nr));
+  }
+  nbd_relay_free (nr);
+  pipe_dir_clear (&dirs[0]);
+  pipe_dir_clear (&dirs[1]);
+}
+
 static void
 test_pipe_captures (void)
 {
-  g_autoptr (GPtrArray) paths = capture_paths ();
-
-  for (guint c = 0; paths && c < paths->len; c++) {
-    g_autofree char *contents = NULL;
-    size_t len, pos = 0;
-    struct record r;
-    struct nbd_config config = { .enabled = true };
-    struct pipe_dir dirs[2];
-    g_autoptr (GByteArray) want0 = g_byte_array_new ();
-    g_autoptr (GByteArray) want1 = g_byte_array_new ();
-    g_autoptr (GByteArray) got0 = g_byte_array_new ();
-    g_autoptr (GByteArray) got1 = g_byte_array_new ();
-    GByteArray *want[2] = { want0, want1 }, *got[2] = { got0, got1 };
-    struct nbd_relay *nr;
-
-    pipe_dir_init (&dirs[0], 61);
-    pipe_dir_init (&dirs[1], 97);
-    nr = nbd_relay_new (&config, NULL, dirs[0].buf, dirs[1].buf, NULL, NULL);
-    g_assert_true (g_file_get_contents (paths->pdata[c], &contents, &len, NULL));
-    while (record_next ((const uint8_t *) contents, len, &pos, &r)) {
-      g_byte_array_append (want[r.dir], r.data, r.len);
-      pipe_dir_move (&dirs[r.dir], nr, r.data, r.len, got[r.dir], want[r.dir]->len);
-    }
-    for (int i = 0; i < 2; i++) {
-      g_assert_cmpuint (got[i]->len, ==, want[i]->len);
-      g_assert_true (memcmp (got[i]->data, want[i]->data, got[i]->len) == 0);
-    }
-    /* The client leaves first, then the server. */
-    for (int i = 0; i < 2; i++) {
-      shutdown (dirs[i].feed[0], SHUT_WR);
-      g_assert_cmpint (dirs[i].buf->ops->fill (dirs[i].buf, &dirs[i].src.base), ==, 0);
-      g_assert_null (nbd_relay_error (nr));
-    }
-    nbd_relay_free (nr);
-    pipe_dir_clear (&dirs[0]);
-    pipe_dir_clear (&dirs[1]);
-  }
+  check_captures (run_pipes);
 }
 
 /* A violation seen in a pipe: the bytes that broke the rules never move. */

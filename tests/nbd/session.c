@@ -70,6 +70,19 @@ capture_paths (void)
   return paths;
 }
 
+GBytes *
+capture_load (const char *path, GByteArray *want[2])
+{
+  g_autofree char *contents = NULL;
+  size_t len, pos = 0;
+  struct record r;
+
+  g_assert_true (g_file_get_contents (path, &contents, &len, NULL));
+  while (record_next ((const uint8_t *) contents, len, &pos, &r))
+    g_byte_array_append (want[r.dir], r.data, r.len);
+  return g_bytes_new_take (g_steal_pointer (&contents), len);
+}
+
 bool
 session_replay (struct nbd_framing *f, const uint8_t *data, size_t len, size_t chunk,
                 bool skip, GByteArray *out[2], GError **error)

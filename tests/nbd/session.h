@@ -30,6 +30,10 @@ bool record_next (const uint8_t *data, size_t len, size_t *pos, struct record *r
  * test marked skipped) when that is not set. */
 GPtrArray *capture_paths (void);
 
+/* The record stream in the capture file @path; each direction's bytes are
+ * appended to @want[dir], as a relay must forward them. */
+GBytes *capture_load (const char *path, GByteArray *want[2]);
+
 /* Feed @data (a record stream) in pieces of at most @chunk bytes; with
  * @skip, the bytes nbd_framing_opaque() allows go by nbd_framing_skip()
  * instead, as an NBD pipe moves them.  The bytes the parser forwards for
