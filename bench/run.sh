@@ -125,10 +125,12 @@ available () {  # NAME -> 0 if the helper can run here
     case $1 in
     ferry|splice-ref) return 0 ;;
     ferry-copy)
-        "$ferry" --help 2>&1 | grep -q -- --no-splice && return 0
+        # Not `| grep -q`: it may exit before the writer is done, and with
+        # pipefail the writer's SIGPIPE fails the test.
+        [[ $("$ferry" --help 2>&1) == *--no-splice* ]] && return 0
         skipped+=("ferry --no-splice: this ferry has no --no-splice option"); return 1 ;;
     nc)
-        command -v nc >/dev/null && nc -h 2>&1 | grep -q OpenBSD && return 0
+        command -v nc >/dev/null && [[ $(nc -h 2>&1) == *OpenBSD* ]] && return 0
         skipped+=("nc -N: OpenBSD nc (netcat-openbsd) is not installed"); return 1 ;;
     socat|socat-1m)
         command -v socat >/dev/null && return 0
