@@ -611,7 +611,6 @@ main (int argc, char **argv)
   if (sc > SPLIT)
     usage ();
 
-  fill_pattern ();
   signal (SIGPIPE, SIG_IGN);
 
   char path[108], port[16];
@@ -645,6 +644,9 @@ main (int argc, char **argv)
   }
   close (in[0]);
   close (out[1]);
+  /* Only now: exec carries the forked child's peak RSS over into the
+   * helper's ru_maxrss, and the 2 MiB table would count there. */
+  fill_pattern ();
 
   pthread_t dog;
   if (pthread_create (&dog, NULL, watchdog, &timeout) != 0)
