@@ -8,17 +8,27 @@
  *   moved, round_trips bytes delivered (both directions), timed round trips
  *   seconds            from the accepted connection to the last wanted byte
  *   user, sys, maxrss_kib  wait4 rusage of the helper process alone
+ *   rss_samples        with --rss-every: VmRSS samples taken once 10% of the
+ *                      bytes had arrived (0 without --rss-every)
+ *   rss_at10_kib, rss_end_kib  the first and the last of them (-1: none)
+ *   rss_min_kib, rss_max_kib   their smallest and largest (-1: none)
  *   status             the helper's exit code, or "signal N"
  *   waited_for_stdin=1 down: it exited only once stdin was closed
  *   other_cpu          share of all CPUs that other processes used meanwhile
  *
  *   drive --scenario up|down|both|ping|split --listen unix:PATH|tcp
  *         [--bytes N] [--count N] [--max-seconds S] [--timeout SECS]
- *         -- HELPER ARGS...
+ *         [--stdout-rate BYTES_PER_S] [--rss-every MS] -- HELPER ARGS...
  *
  * A ping-pong stops after --count round trips, or once --max-seconds have
  * passed (so a helper that stalls 40 ms per round trip does not take all
  * day), whichever comes first.
+ *
+ * --stdout-rate makes the reader of the helper's stdout slow: it reads
+ * SLOW_CHUNK bytes at a time, each when it is due at that rate, so the
+ * helper's stdout pipe stays full and the helper must hold back.
+ * --rss-every samples the helper's VmRSS (/proc/PID/status) every MS
+ * milliseconds during an up, down or both transfer.
  *
  * In HELPER ARGS, {PATH} is replaced by the UNIX socket's path and {PORT}
  * by the TCP port (127.0.0.1, an ephemeral port chosen per run).
@@ -57,6 +67,7 @@
 #define MSG 64u                 /* ping-pong message size */
 #define SPLIT_FIRST 16u         /* split ping-pong: the first part's size */
 #define WARMUP 10u              /* untimed round trips before a ping-pong (at most) */
+#define SLOW_CHUNK (16u * 1024) /* read size of a sink paced by --stdout-rate */
 
 enum scenario { UP, DOWN, BOTH, PING, SPLIT };
 enum after { KEEP_OPEN, CLOSE, SHUT_WRITE };
@@ -68,7 +79,9 @@ struct stream {
   int fd;
   uint64_t want;        /* bytes the stream must carry */
   uint64_t phase;       /* where in the pattern the stream starts */
-  uint64_t done;        /* bytes written (source) or read (sink) */
+  uint64_t done;        /* bytes written (source) or read (sink); a sink
+                           stores it atomically, for the RSS sampler */
+  double rate;          /* sink: bytes per second at most, 0 for no limit */
   double t_last;        /* sink: when the last wanted byte arrived */
   sem_t arrived;        /* sink: posted at the last wanted byte, or at EOF */
   enum after after;     /* source: what to do with fd once written */
@@ -176,16 +189,33 @@ source (void *arg)
   return NULL;
 }
 
+/* A paced sink: sleep until the bytes read so far are due at s->rate,
+ * counted from t0. */
+static void
+pace (const struct stream *s, double t0)
+{
+  double due = t0 + s->done / s->rate;
+  struct timespec ts = { .tv_sec = (time_t) due,
+                         .tv_nsec = (long) ((due - (time_t) due) * 1e9) };
+
+  while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+    ;
+}
+
 static void *
 sink (void *arg)
 {
   struct stream *s = arg;
-  unsigned char *buf = malloc (CHUNK);
+  size_t size = s->rate > 0 ? SLOW_CHUNK : CHUNK;
+  unsigned char *buf = malloc (size);
+  double t0 = now ();
 
   if (!buf)
     die ("out of memory");
   for (;;) {
-    ssize_t r = read (s->fd, buf, CHUNK);
+    if (s->rate > 0)
+      pace (s, t0);
+    ssize_t r = read (s->fd, buf, size);
     if (r < 0 && errno == EINTR)
       continue;
     if (r < 0) {
@@ -198,7 +228,7 @@ sink (void *arg)
     if (!check (s, buf, r))
       set_error (s, "%s: wrong content at bytes %llu..%llu", s->name,
                  (unsigned long long) s->done, (unsigned long long) s->done + r);
-    s->done += r;
+    __atomic_store_n (&s->done, s->done + r, __ATOMIC_RELAXED);
     if (s->want && s->done >= s->want && !s->t_last) {
       s->t_last = now ();
       sem_post (&s->arrived);
@@ -216,10 +246,16 @@ sink (void *arg)
 }
 
 static void
+start_thread (pthread_t *thread, void *(*fn) (void *), void *arg)
+{
+  if (pthread_create (thread, NULL, fn, arg) != 0)
+    die ("pthread_create failed");
+}
+
+static void
 start (struct stream *s, void *(*fn) (void *))
 {
-  if (pthread_create (&s->thread, NULL, fn, s) != 0)
-    die ("pthread_create failed");
+  start_thread (&s->thread, fn, s);
 }
 
 /* Kills the helper if the run overstays its deadline, which unblocks every
@@ -352,6 +388,67 @@ ping_pong (int in, int out, struct echo *e, unsigned count, double max_seconds,
   return now () - t0;
 }
 
+/* The helper's resident set during a transfer: VmRSS every `every_ms`,
+ * kept from the first sample after 10% of the bytes had arrived (start-up
+ * and the first buffers' growth are behind by then), until it is stopped
+ * or the helper has exited (a zombie has no VmRSS). */
+struct rss {
+  unsigned every_ms;            /* 0: no sampling */
+  const struct stream *sinks[2];
+  uint64_t want;                /* bytes the sinks must receive in all */
+  sem_t stop;
+  pthread_t thread;
+  unsigned samples;
+  long at10, end, min, max;     /* KiB, -1 without samples */
+};
+
+static long
+vmrss_kib (pid_t pid)
+{
+  char path[64], line[256];
+  long kib = -1;
+  FILE *f;
+
+  snprintf (path, sizeof path, "/proc/%d/status", (int) pid);
+  if (!(f = fopen (path, "r")))
+    return -1;
+  while (fgets (line, sizeof line, f))
+    if (sscanf (line, "VmRSS: %ld", &kib) == 1)
+      break;
+  fclose (f);
+  return kib;
+}
+
+static void *
+sample_rss (void *arg)
+{
+  struct rss *m = arg;
+  struct timespec next;
+  bool stopping = false;
+
+  clock_gettime (CLOCK_REALTIME, &next);
+  while (!stopping) {
+    next.tv_nsec += m->every_ms % 1000 * 1000000L;
+    next.tv_sec += m->every_ms / 1000 + next.tv_nsec / 1000000000L;
+    next.tv_nsec %= 1000000000L;
+    /* A stop still takes a last sample. */
+    stopping = sem_timedwait (&m->stop, &next) == 0;
+    uint64_t arrived = __atomic_load_n (&m->sinks[0]->done, __ATOMIC_RELAXED) +
+                       __atomic_load_n (&m->sinks[1]->done, __ATOMIC_RELAXED);
+    long kib = vmrss_kib (helper_pid);
+    if (kib < 0 || arrived * 10 < m->want)
+      continue;
+    if (m->samples++ == 0)
+      m->at10 = m->min = m->max = kib;
+    m->end = kib;
+    if (kib < m->min)
+      m->min = kib;
+    if (kib > m->max)
+      m->max = kib;
+  }
+  return NULL;
+}
+
 /* One run's fds, parameters and results. */
 struct run {
   enum scenario sc;
@@ -360,6 +457,8 @@ struct run {
   uint64_t bytes;         /* per direction */
   unsigned count;         /* ping-pong round trips */
   double max_seconds;     /* ping-pong time cap, 0 for none */
+  double stdout_rate;     /* bytes/s the stdout reader takes at most, 0: no limit */
+  struct rss rss;         /* VmRSS samples, if rss.every_ms */
   double elapsed;         /* seconds to the last wanted byte / timed round trips */
   uint64_t moved;         /* bytes delivered, both directions */
   unsigned trips;         /* timed round trips done */
@@ -380,7 +479,7 @@ transfer (struct run *r)
   struct stream down_src = { .name = "socket", .fd = r->conn, .phase = PERIOD / 3,
                              .after = SHUT_WRITE };
   struct stream down_sink = { .name = "download at stdout", .fd = r->out,
-                              .phase = PERIOD / 3 };
+                              .phase = PERIOD / 3, .rate = r->stdout_rate };
   struct stream *streams[] = { &up_src, &up_sink, &down_src, &down_sink };
 
   if (sc != DOWN)
@@ -391,6 +490,12 @@ transfer (struct run *r)
     down_src.first = &up_sink;
   sem_init (&down_sink.arrived, 0, 0);
   sem_init (&up_sink.arrived, 0, 0);
+  r->rss.sinks[0] = &up_sink;
+  r->rss.sinks[1] = &down_sink;
+  r->rss.want = up_sink.want + down_sink.want;
+  sem_init (&r->rss.stop, 0, 0);
+  if (r->rss.every_ms)
+    start_thread (&r->rss.thread, sample_rss, &r->rss);
 
   double t0 = now ();
   if (sc != DOWN) {
@@ -423,6 +528,10 @@ transfer (struct run *r)
   }
   else
     pthread_join (down_sink.thread, NULL);
+  if (r->rss.every_ms) {
+    sem_post (&r->rss.stop);
+    pthread_join (r->rss.thread, NULL);
+  }
 
   for (size_t i = 0; i < 4; i++)
     if (!r->error[0] && streams[i]->error[0])
@@ -444,8 +553,7 @@ ping (struct run *r)
   char drain[4096];
 
   sem_init (&e.first_part, 0, 0);
-  if (pthread_create (&e.thread, NULL, echo, &e) != 0)
-    die ("pthread_create failed");
+  start_thread (&e.thread, echo, &e);
   r->elapsed = ping_pong (r->in, r->out, &e, r->count, r->max_seconds, &r->trips,
                           r->error, sizeof r->error);
   close (r->in);                          /* the helper half-closes, the echo ends */
@@ -569,7 +677,8 @@ static void
 usage (void)
 {
   die ("usage: drive --scenario up|down|both|ping|split --listen unix:PATH|tcp "
-       "[--bytes N] [--count N] [--max-seconds S] [--timeout SECS] -- HELPER ARGS...");
+       "[--bytes N] [--count N] [--max-seconds S] [--timeout SECS] "
+       "[--stdout-rate BYTES_PER_S] [--rss-every MS] -- HELPER ARGS...");
 }
 
 int
@@ -579,7 +688,8 @@ main (int argc, char **argv)
   enum scenario sc = UP;
   uint64_t bytes = 0;
   unsigned count = 1000;
-  double max_seconds = 0;
+  double max_seconds = 0, stdout_rate = 0;
+  unsigned rss_every = 0;
   int timeout = 300, argi;
   static const char *const names[] = { "up", "down", "both", "ping", "split" };
 
@@ -599,6 +709,10 @@ main (int argc, char **argv)
       max_seconds = strtod (val, NULL);
     else if (strcmp (opt, "--timeout") == 0)
       timeout = atoi (val);
+    else if (strcmp (opt, "--stdout-rate") == 0)
+      stdout_rate = strtod (val, NULL);
+    else if (strcmp (opt, "--rss-every") == 0)
+      rss_every = strtoul (val, NULL, 10);
     else
       usage ();
   }
@@ -611,7 +725,6 @@ main (int argc, char **argv)
   if (sc > SPLIT)
     usage ();
 
-  fill_pattern ();
   signal (SIGPIPE, SIG_IGN);
 
   char path[108], port[16];
@@ -645,13 +758,18 @@ main (int argc, char **argv)
   }
   close (in[0]);
   close (out[1]);
+  /* Only now: exec carries the forked child's peak RSS over into the
+   * helper's ru_maxrss, and the 2 MiB table would count there. */
+  fill_pattern ();
 
   pthread_t dog;
-  if (pthread_create (&dog, NULL, watchdog, &timeout) != 0)
-    die ("pthread_create failed");
+  start_thread (&dog, watchdog, &timeout);
 
   struct run run = { .sc = sc, .in = in[1], .out = out[0],
-                     .bytes = bytes, .count = count, .max_seconds = max_seconds };
+                     .bytes = bytes, .count = count, .max_seconds = max_seconds,
+                     .stdout_rate = stdout_rate,
+                     .rss = { .every_ms = rss_every, .at10 = -1, .end = -1,
+                              .min = -1, .max = -1 } };
   run.conn = accept_helper (listener, timeout, run.error, sizeof run.error);
   close (listener);
   if (path[0])
@@ -707,10 +825,13 @@ main (int argc, char **argv)
 
   /* data: every byte arrived, intact.  status: the helper's exit. */
   printf ("data=%s\tmoved=%llu\tround_trips=%u\tseconds=%.6f\tuser=%.6f\tsys=%.6f\t"
-          "maxrss_kib=%ld\tstatus=%s\twaited_for_stdin=%d\tother_cpu=%.3f\tnote=%s\n",
+          "maxrss_kib=%ld\trss_samples=%u\trss_at10_kib=%ld\trss_end_kib=%ld\t"
+          "rss_min_kib=%ld\trss_max_kib=%ld\t"
+          "status=%s\twaited_for_stdin=%d\tother_cpu=%.3f\tnote=%s\n",
           run.error[0] ? "bad" : "ok", (unsigned long long) run.moved, run.trips,
           run.elapsed > 0 ? run.elapsed : 0, seconds (helper_ru.ru_utime),
-          seconds (helper_ru.ru_stime), helper_ru.ru_maxrss, st, run.waited_for_stdin,
+          seconds (helper_ru.ru_stime), helper_ru.ru_maxrss, run.rss.samples,
+          run.rss.at10, run.rss.end, run.rss.min, run.rss.max, st, run.waited_for_stdin,
           other, run.error[0] ? run.error : "-");
   return 0;
 }

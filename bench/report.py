@@ -13,6 +13,7 @@ SCENARIOS = {
     "up-unix": "up, UNIX", "down-unix": "down, UNIX", "both-unix": "both, UNIX",
     "up-tcp": "up, TCP", "down-tcp": "down, TCP", "both-tcp": "both, TCP",
     "ping-unix": "ping-pong UNIX *", "split-tcp": "split ping TCP *",
+    "slow-unix": "slow reader, UNIX +",
 }
 MIB, GIB = 1 << 20, 1 << 30
 
@@ -29,6 +30,11 @@ def load(path):
 
 def is_ping(scenario):
     return scenario.startswith(("ping", "split"))
+
+
+def is_paced(scenario):
+    """The reader sets the pace: MiB/s is the reader's, not the helper's."""
+    return scenario.startswith("slow")
 
 
 def rate(run):
@@ -102,6 +108,62 @@ def reasons(runs):
     return "; ".join(f"{text} [{n} of {len(runs)} rounds]" for n, text in kinds.values())
 
 
+def print_rows(head, rows):
+    """Columns as wide as their widest cell; the first two (scenario and
+    helper) left-aligned, numbers right-aligned; a blank line between
+    scenarios."""
+    widths = [max(len(str(x[i])) for x in [head] + rows) for i in range(len(head))]
+    fmt = lambda row: "  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w)
+                                for i, (c, w) in enumerate(zip(row, widths)))
+    print(fmt(head))
+    print("  ".join("-" * w for w in widths))
+    last = None
+    for row in rows:
+        if last is not None and row[0] != last:
+            print()
+        last = row[0]
+        print(fmt(row))
+    print()
+
+
+def rss_figures(run):
+    """(at 10%, end, growth, range, samples), in KiB but the last, from the
+    VmRSS samples drive took (--rss-every); None if the run took none."""
+    if int(run.get("rss_samples", 0)) == 0:
+        return None
+    at10, end, low, high = (int(run[f"rss_{k}_kib"]) for k in ("at10", "end", "min", "max"))
+    return at10, end, end - at10, high - low, int(run["rss_samples"])
+
+
+def rss_table(cells):
+    """For the cells with RSS samples: is the helper's memory flat?"""
+    # A helper that exited before its first sample still gets a row.
+    scenarios = {sc for (sc, _), runs in cells.items() if any(map(rss_figures, runs))}
+    rows = []
+    for (scenario, helper), runs in cells.items():
+        if scenario not in scenarios:
+            continue
+        sampled = [f for f in map(rss_figures, runs) if f]
+        columns = list(zip(*sampled)) or [()] * 5
+        peak = statistics.median(int(r["maxrss_kib"]) for r in runs)
+        rows.append((SCENARIOS.get(scenario, scenario), runs[0]["label"], f"{peak:.0f}",
+                     *(f"{statistics.median(c):.0f}" if c else "-" for c in columns),
+                     str(len(sampled))))
+    if not rows:
+        return
+    print()
+    print("RSS during the transfer, from the helper's VmRSS sampled once 10% of the bytes"
+          " had arrived:")
+    print_rows(("scenario", "helper", "peak KiB", "at 10% KiB", "end KiB", "growth KiB",
+                "range KiB", "samples", "n"), rows)
+    print("peak: ru_maxrss (as RSS KiB above).  at 10%: the first sample once 10% of the bytes"
+          " had arrived; end: the last sample while the helper was alive.")
+    print("growth: end - at 10% (flat: about 0).  range: largest - smallest sample after 10%."
+          "  samples: per round.  n: rounds that took samples.  Medians over those rounds.")
+    print("Issue 4's target for ferry: peak at most 6144 KiB with the default buffers, flat"
+          " during a 1 GiB transfer into a slow reader.")
+
+
 def table(cells, max_spread):
     med = {key: statistics.median(rate(r) for r in runs) for key, runs in cells.items()}
     head = ("scenario", "helper", "MiB/s *", "CPU s/GiB *", "RSS KiB", "x nc", "x splice",
@@ -125,20 +187,13 @@ def table(cells, max_spread):
         if v != "yes":
             notes.append(f"  {SCENARIOS.get(scenario, scenario)} / {runs[0]['label']}: "
                          + reasons(runs))
-    widths = [max(len(str(x[i])) for x in [head] + rows) for i in range(len(head))]
-    left = 2  # scenario and helper are left-aligned, numbers right-aligned
-    fmt = lambda row: "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w)
-                                for i, (c, w) in enumerate(zip(row, widths)))
-    print(fmt(head))
-    print("  ".join("-" * w for w in widths))
-    last = None
-    for row in rows:
-        if last is not None and row[0] != last:
-            print()
-        last = row[0]
-        print(fmt(row))
-    print()
+    print_rows(head, rows)
     print("* ping rows: microseconds per round trip and CPU microseconds per round trip.")
+    if any(is_paced(scenario) for scenario, _ in cells):
+        print("+ slow reader rows: the reader takes the helper's stdout at a fixed pace"
+              " (--slow-seconds), so MiB/s is that pace, not the helper's speed; x nc and"
+              " x splice only say whether it kept up.  Their CPU s/GiB and RSS count: see"
+              " the RSS table below.")
     print("MiB/s: bytes delivered (both directions for 'both') / time to the last byte;"
           " CPU: user+sys of the helper process alone (wait4 rusage).")
     print("x nc, x splice: median over the rounds of the row's first figure / nc's (the splice"
@@ -158,6 +213,7 @@ def table(cells, max_spread):
     if notes:
         print("why not 'yes':")
         print("\n".join(notes))
+    rss_table(cells)
 
 
 def main():
@@ -168,7 +224,8 @@ def main():
     if sys.argv[1] == "--noisy":
         for (scenario, helper), runs in cells.items():
             sp = spread(runs)
-            if len(runs) > 1 and sp > max_spread:
+            # A paced cell's rate is the reader's: extra rounds would tell nothing.
+            if len(runs) > 1 and sp > max_spread and not is_paced(scenario):
                 print(f"{scenario} {helper} {sp:.0f}%")
     else:
         table(cells, max_spread)

@@ -11,16 +11,19 @@ args=("$@")
 usage () {
     cat <<'EOF'
 usage: bench/run.sh [OPTIONS]
-  --quick             smoke mode: 4 MiB, 1 round, short ping-pongs, no extra rounds
+  --quick             smoke mode: 4 MiB, 1 round, short ping-pongs, 1 s slow reader,
+                      no extra rounds
   --bytes SIZE        payload per direction (K, M, G suffixes; default 1G)
   --rounds N          interleaved rounds (default 3)
   --ping-count N      64-byte round trips over UNIX (default 10000)
   --split-count N     split-message round trips over TCP (default 1000)
   --ping-seconds S    end either ping-pong after S seconds if not done (default 2)
+  --slow-seconds S    slow-unix: the stdout reader is paced to take --bytes in S
+                      seconds (default 10); must be below --timeout
   --helpers LIST      comma-separated subset of:
                       ferry,ferry-copy,nc,socat,socat-1m,virt-ssh-helper,splice-ref
   --scenarios LIST    comma-separated subset of: up-unix,down-unix,both-unix,
-                      up-tcp,down-tcp,both-tcp,ping-unix,split-tcp
+                      up-tcp,down-tcp,both-tcp,ping-unix,split-tcp,slow-unix
   --ferry PATH        measure this ferry binary (default: build one with meson)
   --build-dir DIR     where ferry and the bench tools are built (default bench/.build)
   --max-spread PCT    a cell whose rounds spread more than PCT% gets extra rounds (default 20)
@@ -31,13 +34,14 @@ EOF
 }
 
 bytes=1G rounds=3 ping_count=10000 split_count=1000 ping_seconds=2 max_spread=20 extra_rounds=1
-timeout=120 ferry= build_dir=$here/.build raw_keep= quick=
+slow_seconds=10 timeout=120 ferry= build_dir=$here/.build raw_keep= quick=
+rss_every=100  # ms between the slow-unix scenario's VmRSS samples
 helpers=ferry,ferry-copy,nc,socat,socat-1m,virt-ssh-helper,splice-ref
-scenarios=up-unix,down-unix,both-unix,up-tcp,down-tcp,both-tcp,ping-unix,split-tcp
+scenarios=up-unix,down-unix,both-unix,up-tcp,down-tcp,both-tcp,ping-unix,split-tcp,slow-unix
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) quick=1 bytes=4M rounds=1 ping_count=200 split_count=4 ping_seconds=0.5
-             extra_rounds=0 timeout=20
+             slow_seconds=1 extra_rounds=0 timeout=20
              shift; continue ;;
     -h|--help) usage; exit 0 ;;
     esac
@@ -48,6 +52,7 @@ while [ $# -gt 0 ]; do
     --ping-count) ping_count=$2 ;;
     --split-count) split_count=$2 ;;
     --ping-seconds) ping_seconds=$2 ;;
+    --slow-seconds) slow_seconds=$2 ;;
     --helpers) helpers=$2 ;;
     --scenarios) scenarios=$2 ;;
     --ferry) ferry=$2 ;;
@@ -69,7 +74,9 @@ esac
 for n in "$bytes" "$rounds" "$ping_count" "$split_count" "$max_spread" "$extra_rounds" "$timeout"; do
     [[ $n =~ ^[0-9]+$ ]] || { echo "bench: not a number: '$n'" >&2; exit 2; }
 done
-[[ $ping_seconds =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "bench: not a number: '$ping_seconds'" >&2; exit 2; }
+for n in "$ping_seconds" "$slow_seconds"; do
+    [[ $n =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "bench: not a number: '$n'" >&2; exit 2; }
+done
 
 # virt-ssh-helper finds its daemon's socket under /run/libvirt.  Run the
 # whole bench in a private mount namespace with a /run of its own, so the
@@ -125,10 +132,12 @@ available () {  # NAME -> 0 if the helper can run here
     case $1 in
     ferry|splice-ref) return 0 ;;
     ferry-copy)
-        "$ferry" --help 2>&1 | grep -q -- --no-splice && return 0
+        # Not `| grep -q`: it may exit before the writer is done, and with
+        # pipefail the writer's SIGPIPE fails the test.
+        [[ $("$ferry" --help 2>&1) == *--no-splice* ]] && return 0
         skipped+=("ferry --no-splice: this ferry has no --no-splice option"); return 1 ;;
     nc)
-        command -v nc >/dev/null && nc -h 2>&1 | grep -q OpenBSD && return 0
+        command -v nc >/dev/null && [[ $(nc -h 2>&1) == *OpenBSD* ]] && return 0
         skipped+=("nc -N: OpenBSD nc (netcat-openbsd) is not installed"); return 1 ;;
     socat|socat-1m)
         command -v socat >/dev/null && return 0
@@ -189,10 +198,16 @@ done
 IFS=, read -ra scenario_list <<< "$scenarios"
 for s in "${scenario_list[@]}"; do
     case $s in
-    up-unix|down-unix|both-unix|up-tcp|down-tcp|both-tcp|ping-unix|split-tcp) ;;
+    up-unix|down-unix|both-unix|up-tcp|down-tcp|both-tcp|ping-unix|split-tcp|slow-unix) ;;
     *) echo "bench: unknown scenario '$s'" >&2; exit 2 ;;
     esac
 done
+# The slow reader's pace, in bytes per second.
+if [[ ,$scenarios, == *,slow-unix,* ]]; then
+    slow_rate=$(awk -v b="$bytes" -v s="$slow_seconds" -v t="$timeout" \
+        'BEGIN { if (s <= 0 || s >= t) exit 1; printf "%.0f", b / s }') ||
+        { echo "bench: --slow-seconds must be above 0 and below --timeout ($timeout)" >&2; exit 2; }
+fi
 
 # One measured run of HELPER in SCENARIO, appended to $raw.
 run_one () {  # ROUND SCENARIO HELPER
@@ -204,10 +219,12 @@ run_one () {  # ROUND SCENARIO HELPER
         listen=unix:$tmp/s.sock
         [ "$helper" = virt-ssh-helper ] && listen=unix:$tmp/vsh.sock
     fi
-    local args=(--scenario "$kind" --listen "$listen" --bytes "$bytes" --timeout "$timeout")
+    # slow: down, with a reader that keeps the helper's stdout pipe full
+    local args=(--scenario "${kind/#slow/down}" --listen "$listen" --bytes "$bytes" --timeout "$timeout")
     case $kind in
     ping) args+=(--count "$ping_count" --max-seconds "$ping_seconds") ;;
     split) args+=(--count "$split_count" --max-seconds "$ping_seconds") ;;
+    slow) args+=(--stdout-rate "$slow_rate" --rss-every "$rss_every") ;;
     esac
     # shellcheck disable=SC2086  # cmd is a command line of plain words
     if ! out=$("$build_dir/drive" "${args[@]}" -- $cmd 2> "$tmp/stderr"); then
@@ -224,6 +241,9 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
 echo "ferry bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs (${cpu_model:-unknown CPU})"
 echo "ferry: $ferry ($("$ferry" --version 2>/dev/null || echo '?'), $ferry_origin)"
 echo "payload: $bytes bytes per direction; $rounds interleaved rounds; ping-pong $ping_count round trips (UNIX), split ping-pong $split_count (TCP), each at most ${ping_seconds} s${quick:+; QUICK smoke mode, figures are meaningless}"
+if [ -n "${slow_rate:-}" ]; then
+    echo "slow reader (slow-unix): stdout read at $(awk -v r="$slow_rate" 'BEGIN { printf "%.1f", r / 1048576 }') MiB/s (--bytes in ${slow_seconds} s); helper's VmRSS sampled every $rss_every ms"
+fi
 echo "helpers, in run order: $(for h in "${run_list[@]}"; do label "$h"; done | paste -sd';' | sed 's/;/; /g')"
 for s in "${skipped[@]}"; do echo "not run: $s"; done
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -1,9 +1,11 @@
 /* ferry: a relay direction's fixed buffer, behind an ops table.
  *
- * Two kinds: a ring in memory that endpoints readv/writev (ring.c), and a
- * pipe that endpoints' fds splice into and out of (pipe-buffer.c).  The
- * pump never asks which it holds: it fills, drains and looks at the counts
- * here, so backpressure and end-of-stream rules are the same for both. */
+ * Three kinds: a ring in memory that endpoints readv/writev (ring.c); a
+ * pipe of ferry's that endpoints' fds splice into and out of; and, when
+ * one end is itself a pipe, that pipe, spliced straight to or from the
+ * other end (both in pipe-buffer.c).  The pump never asks which it holds:
+ * it fills, drains and looks at the counts here, so backpressure and
+ * end-of-stream rules are the same for all. */
 #ifndef FERRY_BUFFER_H
 #define FERRY_BUFFER_H
 
@@ -24,6 +26,10 @@ struct buffer_ops {
   ssize_t (*drain) (struct buffer *b, struct endpoint *dst);
   /* Release the storage and the buffer itself. */
   void (*free) (struct buffer *b);
+  /* Optional: whether a failed fill or drain (errno @err) failed on the
+   * destination.  Without it, fills fail on the source and drains on the
+   * destination; a direct splice touches both in one call. */
+  bool (*failed_on_dst) (struct buffer *b, int err);
 };
 
 struct buffer {
@@ -58,6 +64,12 @@ buffer_discard (struct buffer *b)
 {
   b->len = 0;
   b->blocked = false;
+}
+
+static inline bool
+buffer_failed_on_dst (struct buffer *b, int err, bool draining)
+{
+  return b->ops->failed_on_dst ? b->ops->failed_on_dst (b, err) : draining;
 }
 
 static inline void

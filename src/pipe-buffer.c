@@ -1,10 +1,12 @@
-/* ferry: a pipe as a relay direction's buffer. */
+/* ferry: a pipe as a relay direction's buffer: ferry's own, or one end's. */
 #include <config.h>
 
 #include "pipe-buffer.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -93,6 +95,134 @@ static const struct buffer_ops pipe_ops = {
   .drain = pipe_drain,
   .free = pipe_free,
 };
+
+/* A direction with a pipe at one end splices straight from source to
+ * destination: one call per transfer instead of two, and that pipe, grown
+ * to the buffer size, holds what the other end cannot take yet.  The
+ * pump's contract is kept by accounting: a fill that moved bytes reports
+ * them as buffered, and the drain that follows reports them delivered
+ * without a call; a fill that found the destination full records how many
+ * bytes wait in the source, and the drain on POLLOUT moves them. */
+struct direct_buffer {
+  struct buffer base;
+  int src_fd, dst_fd;
+  bool src_is_pipe;
+  size_t moved;               /* spliced by the last fill, not yet reported
+                                 by a drain */
+  bool dst_was_full;          /* the last fill found the destination full:
+                                 the drain right after it would only fail */
+};
+
+static bool direct_failed_on_dst (struct buffer *b, int err);
+
+/* Count what waits in the source as buffered: bytes the destination has
+ * not taken.  Keeps errno. */
+static void
+direct_count_waiting (struct direct_buffer *db)
+{
+  int saved = errno;
+  int waiting = 0;
+
+  if (ioctl (db->src_fd, FIONREAD, &waiting) == 0 && waiting > 0)
+    db->base.len = MIN ((size_t) waiting, db->base.size);
+  errno = saved;
+}
+
+static ssize_t
+direct_fill (struct buffer *b, struct endpoint *src G_GNUC_UNUSED)
+{
+  struct direct_buffer *db = (struct direct_buffer *) b;
+  ssize_t n = splice (db->src_fd, NULL, db->dst_fd, NULL, b->size, splice_flags);
+
+  if (n > 0) {
+    db->moved = n;
+    buffer_produced (b, n);
+  } else if (n < 0 && errno == EAGAIN) {
+    /* If the source has bytes, the destination is what is full. */
+    direct_count_waiting (db);
+    b->blocked = db->dst_was_full = b->len > 0;
+  } else if (n < 0 && direct_failed_on_dst (b, errno)) {
+    direct_count_waiting (db);  /* for the message: these are lost */
+  }
+  return n;
+}
+
+static ssize_t
+direct_drain (struct buffer *b, struct endpoint *dst G_GNUC_UNUSED)
+{
+  struct direct_buffer *db = (struct direct_buffer *) b;
+  ssize_t n;
+
+  if (db->moved > 0) {
+    n = db->moved;
+    db->moved = 0;
+    buffer_consumed (b, n);
+    return n;
+  }
+  if (db->dst_was_full) {
+    db->dst_was_full = false;
+    errno = EAGAIN;
+    return -1;
+  }
+  n = splice (db->src_fd, NULL, db->dst_fd, NULL, b->size, splice_flags);
+  if (n >= 0) {
+    /* More may have arrived since the count: never below zero.  At the
+     * source's end (0) nothing waits any more, and the reader sees it. */
+    b->len = n > 0 && (size_t) n < b->len ? b->len - n : 0;
+    b->blocked = b->len > 0;
+  }
+  return n;
+}
+
+/* Reading a pipe cannot fail but writing one can (EPIPE); a socket can
+ * fail either way. */
+static bool
+direct_failed_on_dst (struct buffer *b, int err)
+{
+  struct direct_buffer *db = (struct direct_buffer *) b;
+
+  return err == EPIPE || db->src_is_pipe;
+}
+
+static void
+direct_free (struct buffer *b)
+{
+  g_free (b);
+}
+
+static const struct buffer_ops direct_ops = {
+  .fill = direct_fill,
+  .drain = direct_drain,
+  .free = direct_free,
+  .failed_on_dst = direct_failed_on_dst,
+};
+
+static bool
+is_pipe (int fd)
+{
+  struct stat st;
+
+  return fstat (fd, &st) == 0 && S_ISFIFO (st.st_mode);
+}
+
+struct buffer *
+pipe_buffer_new_direct (int src_fd, int dst_fd, size_t size)
+{
+  struct direct_buffer *db;
+  bool src_is_pipe = is_pipe (src_fd);
+
+  if (!src_is_pipe && !is_pipe (dst_fd))
+    return NULL;
+  /* Usually done for stdio already; fd: addresses may bring a pipe too. */
+  pipe_grow (src_is_pipe ? src_fd : dst_fd, size);
+  db = g_new0 (struct direct_buffer, 1);
+  db->base.ops = &direct_ops;
+  db->base.size = size;
+  db->src_fd = src_fd;
+  db->dst_fd = dst_fd;
+  db->src_is_pipe = src_is_pipe;
+  return &db->base;
+}
 
 struct buffer *
 pipe_buffer_new (size_t size)

@@ -1,7 +1,8 @@
-/* ferry: the zero-copy buffer, a pipe that endpoints splice(2) through.
+/* ferry: the zero-copy buffers, pipes that endpoints splice(2) through.
  *
  * A direction whose source and destination both offer a splice fd moves
- * bytes source -> pipe -> destination without copying them to user space.
+ * bytes without copying them to user space: straight across when either
+ * end is a pipe, else source -> ferry's pipe -> destination.
  * Every splice is SPLICE_F_NONBLOCK and runs only after poll said the
  * endpoint is ready: a blocking splice from a socket into a pipe holds the
  * pipe's lock while it waits, and a request/reply exchange deadlocks. */
@@ -13,6 +14,10 @@
 /* A pipe sized to @size bytes (capped at /proc/sys/fs/pipe-max-size), or
  * NULL with errno set when no pipe can be made. */
 struct buffer *pipe_buffer_new (size_t size);
+
+/* When @src_fd or @dst_fd is a pipe: a buffer that splices from one to
+ * the other directly, that pipe being the storage.  Otherwise NULL. */
+struct buffer *pipe_buffer_new_direct (int src_fd, int dst_fd, size_t size);
 
 /* Grow the pipe @fd to hold @size bytes, capped at pipe-max-size; never
  * shrinks it.  Returns the pipe's capacity, or -1 with errno set when @fd

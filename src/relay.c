@@ -93,6 +93,18 @@ pump_read_dropped (struct pump *p)
   return n;
 }
 
+/* Bytes already buffered are still delivered: only the read failed. */
+static void
+pump_read_failed (struct pump *p, int err)
+{
+  struct relay *relay = p->relay;
+
+  ferry_error ("%s%scannot read from %s: %s", label_prefix (relay),
+               label_sep (relay), p->src->name, g_strerror (err));
+  p->src_done = true;
+  relay->exit_code = FERRY_EXIT_IO;
+}
+
 /* Read once into the free space: one read per readiness report. */
 static void
 pump_fill (struct pump *p)
@@ -110,13 +122,10 @@ pump_fill (struct pump *p)
   } else if (n == 0) {
     p->src_done = true;
   } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
-    int err = errno;
-    /* Bytes already buffered are still delivered: only the read failed. */
-    struct relay *relay = p->relay;
-    ferry_error ("%s%scannot read from %s: %s", label_prefix (relay),
-                 label_sep (relay), p->src->name, g_strerror (err));
-    p->src_done = true;
-    relay->exit_code = FERRY_EXIT_IO;
+    if (!p->failed && buffer_failed_on_dst (p->buf, errno, false))
+      pump_fail (p, "write to", endpoint_write_name (p->dst), errno);
+    else
+      pump_read_failed (p, errno);
   }
 }
 
@@ -136,9 +145,15 @@ pump_flush (struct pump *p)
       p->waited_writable++;
       return;
     }
-    if (n < 0) {
+    if (n < 0 && buffer_failed_on_dst (p->buf, errno, true)) {
       pump_fail (p, "write to", endpoint_write_name (p->dst), errno);
       return;
+    }
+    if (n < 0) {
+      /* A direct splice's source failed: what waited there is gone. */
+      pump_read_failed (p, errno);
+      buffer_discard (p->buf);
+      break;
     }
     p->bytes += n;
     p->relay->last_activity = g_get_monotonic_time ();
@@ -413,11 +428,17 @@ pump_init (struct pump *p, struct relay *relay, struct endpoint *src,
   p->src = src;
   p->dst = dst;
   p->shutdown_at_end = shutdown_at_end;
-  /* Splice when both ends allow it; a pipe that cannot be made (out of
-   * fds) leaves the copying path, which works everywhere. */
+  /* Splice when both ends allow it, straight across when one end is a
+   * pipe; a pipe that cannot be made (out of fds) leaves the copying
+   * path, which works everywhere. */
   if (relay->config.splice && !relay->config.nbd.enabled &&
-      endpoint_splice_fd (src, false) >= 0 && endpoint_splice_fd (dst, true) >= 0)
-    p->buf = pipe_buffer_new (relay->config.buffer_size);
+      endpoint_splice_fd (src, false) >= 0 && endpoint_splice_fd (dst, true) >= 0) {
+    p->buf = pipe_buffer_new_direct (endpoint_splice_fd (src, false),
+                                     endpoint_splice_fd (dst, true),
+                                     relay->config.buffer_size);
+    if (p->buf == NULL)
+      p->buf = pipe_buffer_new (relay->config.buffer_size);
+  }
   /* --nbd parses what it reads: buffers of its own. */
   if (relay->config.nbd.enabled)
     p->buf = nbd_buffer_new (&relay->config.nbd, relay->config.splice, src, dst,
