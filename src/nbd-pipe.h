@@ -19,8 +19,8 @@
 #include "buffer.h"
 #include "nbd-framing.h"
 
-/* The most bytes one fill peeks at, and so the shortest stretch worth
- * splicing unseen: a shorter one goes along with the header after it. */
+/* The most bytes one peek copies, and so the shortest stretch worth
+ * splicing unseen: a shorter one is peeked at with the header after it. */
 #define NBD_PEEK_SIZE 4096
 
 /* An inspector parses the copy at @bytes of the @n bytes next in the
