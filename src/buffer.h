@@ -37,7 +37,8 @@ struct buffer {
   size_t size;                /* capacity in bytes, fixed for the buffer's life */
   size_t len;                 /* bytes buffered: filled minus drained */
   bool blocked;               /* the storage took no more although len < size
-                                 (a pipe's slots are full); cleared by a drain */
+                                 (a pipe's slots are full, or the source wants
+                                 more room: ENOBUFS); cleared by a drain */
 };
 
 static inline bool buffer_is_empty (const struct buffer *b) { return b->len == 0; }

@@ -3,19 +3,31 @@
  * The session (ssh-session.c) owns the fd watch and says when to try; this
  * file moves bytes.  Reads pull with ssh_channel_read() at the relay's free
  * space, never through the data callback: libssh grows the receive window
- * to the count asked for, so the window follows ferry's free buffer (speed
- * at high RTT) and stops growing while the buffer is full (backpressure). */
+ * until what it holds plus the window is the count asked for, so the window
+ * follows ferry's free buffer (speed at high RTT) and stops growing while
+ * the buffer is full (backpressure).
+ *
+ * The window is therefore both the download's speed limit (one window per
+ * round trip) and its memory bound.  A channel's download buffer is at
+ * least SSH_RECEIVE_WINDOW.  ferry's buffer, libssh's and the bytes in
+ * flight together stay under that buffer plus twice LIBSSH_WINDOW_FLOOR
+ * (2.5 MiB), the window libssh grants on its own: ssh_ep_readv keeps those
+ * grants from piling up. */
 #include <config.h>
 
 #include "endpoint-ssh.h"
 
 #include <errno.h>
 #include <netdb.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "error.h"
 #include "message.h"
+
+/* 8 MiB per 50 ms round trip is 160 MiB/s; 1 MiB was 20. */
+#define SSH_RECEIVE_WINDOW (8 * 1024 * 1024)
+/* The window libssh 0.10 keeps open by itself (WINDOWBASE in channels.c). */
+#define LIBSSH_WINDOW_FLOOR 1280000
 
 struct ssh_endpoint {
   struct endpoint base;
@@ -39,27 +51,20 @@ channel_failed (struct ssh_endpoint *se)
   return -1;
 }
 
-/* The remote command's stderr is ferry's. */
+/* The remote command's stderr is ferry's.  Only while no stdout bytes wait
+ * in libssh, and never an empty read: any read may widen the window that
+ * both streams share (see ssh_ep_readv). */
 static void
 drain_stderr (struct ssh_endpoint *se)
 {
   char buf[4096];
   int n;
 
-  while ((n = ssh_channel_read (se->channel, buf, sizeof buf, 1)) > 0)
+  while (ssh_channel_poll (se->channel, 0) <= 0 && ssh_channel_poll (se->channel, 1) > 0 &&
+         (n = ssh_channel_read (se->channel, buf, sizeof buf, 1)) > 0)
     for (ssize_t done = 0, w; done < n; done += w)
       if ((w = write (STDERR_FILENO, buf + done, n - done)) <= 0)
         break;
-}
-
-/* libssh reads the socket 4 KiB per poll; keep going while the kernel
- * still holds bytes, so one readiness report moves more than one packet. */
-static bool
-socket_has_more (struct ssh_endpoint *se)
-{
-  int avail = 0;
-
-  return ioctl (ssh_get_fd (ssh_conn_session (se->conn)), FIONREAD, &avail) == 0 && avail > 0;
 }
 
 /* Remote EOF: for a remote command, only once its exit status is in (or
@@ -80,17 +85,32 @@ static ssize_t
 ssh_ep_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt)
 {
   struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
-  size_t total = 0;
-  int empty_rounds = 0;
+  size_t total = 0, offered = 0;
+  int empty_rounds = 0, held;
 
   if (ssh_conn_is_dead (se->conn))
     return channel_failed (se);
   if (se->command)
     drain_stderr (se);
+  /* After any read that leaves the window under half of LIBSSH_WINDOW_FLOOR,
+   * libssh grants that floor again, whatever it still holds: small reads
+   * out of a large backlog, one per drain of a slow reader, widened the
+   * window each time, and the download piled up without bound.  So read
+   * only while what it holds fits in the free space, give or take a floor;
+   * until then the buffer counts as full. */
+  for (int i = 0; i < iovcnt; i++)
+    offered += iov[i].iov_len;
+  held = ssh_channel_poll (se->channel, 0);
+  if (held > 0 && (size_t) held > offered + LIBSSH_WINDOW_FLOOR) {
+    ssh_conn_update (se->conn, &se->client);
+    errno = ENOBUFS;
+    return -1;
+  }
   for (int i = 0; i < iovcnt; i++) {
     size_t off = 0;
     while (off < iov[i].iov_len) {
       uint32_t want = (uint32_t) MIN (iov[i].iov_len - off, (size_t) 1 << 30);
+      guint64 heard = ssh_conn_bytes_in (se->conn);
       int n = ssh_channel_read (se->channel, (char *) iov[i].iov_base + off, want, 0);
       if (n < 0) {
         if (total > 0)
@@ -98,7 +118,10 @@ ssh_ep_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt)
         return channel_failed (se);
       }
       if (n == 0) {
-        if (++empty_rounds < 64 && socket_has_more (se))
+        /* libssh reads the socket 4 KiB per call, and this one got some:
+         * more may wait in the kernel, so go on, and one readiness report
+         * moves more than one packet. */
+        if (++empty_rounds < 64 && ssh_conn_bytes_in (se->conn) != heard)
           continue;
         /* Drained.  An EOF behind the data shows on the next read, which
          * no fd readiness will prompt. */
@@ -353,6 +376,7 @@ endpoint_ssh_open (struct ssh_conn *conn, const struct address *a,
   se->conn = ssh_conn_ref (conn);
   se->client.ep = &se->base;
   se->client.maybe_buffered = true;
+  se->base.read_buffer_min = SSH_RECEIVE_WINDOW;
   se->channel = channel;
   se->exit_status = -1;
   if (exec_error == NULL && direct_error != NULL) {

@@ -21,7 +21,9 @@ typedef void (*endpoint_ready_fn) (void *data, struct endpoint *ep,
 
 struct endpoint_ops {
   /* Like readv(2): bytes read, 0 at end of stream, or -1 with errno set
-   * (EAGAIN when nothing is ready). */
+   * (EAGAIN when nothing is ready; ENOBUFS when it holds more than @iov
+   * can take: offer more after a drain, which an empty buffer of the size
+   * the relay gave it always is). */
   ssize_t (*readv) (struct endpoint *ep, const struct iovec *iov, int iovcnt);
   /* Like writev(2): bytes written, or -1 with errno set. */
   ssize_t (*writev) (struct endpoint *ep, const struct iovec *iov, int iovcnt);
@@ -51,6 +53,9 @@ struct endpoint {
                                  NULL means the same as @name */
   endpoint_ready_fn ready;    /* set by whoever drives the endpoint */
   void *ready_data;
+  size_t read_buffer_min;     /* the buffer its reads fill gets at least this
+                                 size (an ssh channel's receive window); 0
+                                 for the configured size */
 };
 
 static inline const char *

@@ -30,6 +30,7 @@ struct pump {
   bool reading;               /* src's read interest, as last set */
   guint64 bytes;              /* delivered to dst */
   guint64 dropped;            /* read from src after dst failed */
+  char *scratch;              /* where those go when src wants more room */
   guint64 paused_full;        /* times the reader stopped on a full buffer */
   guint64 waited_writable;    /* times dst would have blocked */
 };
@@ -80,13 +81,21 @@ pump_fail (struct pump *p, const char *action, const char *what, int err)
 }
 
 /* After dst failed, read src into scratch space and forget it (see
- * pump.failed); the buffer, possibly a pipe, is never used again. */
+ * pump.failed); the buffer, possibly a pipe, is never used again.  A
+ * source that wants more room (ENOBUFS) gets scratch of the buffer's size. */
 static ssize_t
 pump_read_dropped (struct pump *p)
 {
   static char scratch[64 * 1024];
   struct iovec iov = { .iov_base = scratch, .iov_len = sizeof scratch };
   ssize_t n = p->src->ops->readv (p->src, &iov, 1);
+
+  if (n < 0 && errno == ENOBUFS) {
+    if (p->scratch == NULL)
+      p->scratch = g_malloc (p->buf->size);
+    iov = (struct iovec) { .iov_base = p->scratch, .iov_len = p->buf->size };
+    n = p->src->ops->readv (p->src, &iov, 1);
+  }
 
   if (n > 0)
     p->dropped += n;
@@ -424,6 +433,8 @@ static void
 pump_init (struct pump *p, struct relay *relay, struct endpoint *src,
            struct endpoint *dst, bool shutdown_at_end)
 {
+  size_t size = MAX (relay->config.buffer_size, src->read_buffer_min);
+
   p->relay = relay;
   p->src = src;
   p->dst = dst;
@@ -434,17 +445,15 @@ pump_init (struct pump *p, struct relay *relay, struct endpoint *src,
   if (relay->config.splice && !relay->config.nbd.enabled &&
       endpoint_splice_fd (src, false) >= 0 && endpoint_splice_fd (dst, true) >= 0) {
     p->buf = pipe_buffer_new_direct (endpoint_splice_fd (src, false),
-                                     endpoint_splice_fd (dst, true),
-                                     relay->config.buffer_size);
+                                     endpoint_splice_fd (dst, true), size);
     if (p->buf == NULL)
-      p->buf = pipe_buffer_new (relay->config.buffer_size);
+      p->buf = pipe_buffer_new (size);
   }
   /* --nbd parses what it reads: buffers of its own. */
   if (relay->config.nbd.enabled)
-    p->buf = nbd_buffer_new (&relay->config.nbd, relay->config.splice, src, dst,
-                             relay->config.buffer_size);
+    p->buf = nbd_buffer_new (&relay->config.nbd, relay->config.splice, src, dst, size);
   if (p->buf == NULL)
-    p->buf = ring_new (relay->config.buffer_size);
+    p->buf = ring_new (size);
 }
 
 struct relay *
@@ -493,6 +502,8 @@ relay_free (struct relay *relay)
   endpoint_free (relay->remote);
   buffer_free (relay->up.buf);
   buffer_free (relay->down.buf);
+  g_free (relay->up.scratch);
+  g_free (relay->down.scratch);
   g_free ((char *) relay->config.label);
   g_free (relay);
 }

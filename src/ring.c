@@ -59,7 +59,11 @@ ring_fill (struct buffer *b, struct endpoint *src)
     return -1;
   }
   n = src->ops->readv (src, iov, n_iov);
-  if (n >= 0 && r->inspect)
+  if (n < 0 && errno == ENOBUFS) {
+    /* The source wants more room than is free: full until a drain. */
+    b->blocked = true;
+    errno = EAGAIN;
+  } else if (n >= 0 && r->inspect)
     buffer_produced (b, r->inspect (r->inspect_data, b, n));
   else if (n > 0)
     buffer_produced (b, n);

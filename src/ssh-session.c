@@ -41,7 +41,7 @@ struct ssh_conn {
   int timeout_ms;             /* the connect timeout; -1 for none */
   bool ask_password;
   struct ssh_callbacks_struct callbacks;  /* passphrase prompts */
-  struct ssh_counter_struct counter;      /* bytes read, for keepalives */
+  struct ssh_counter_struct counter;      /* bytes read from the socket */
   GPtrArray *clients;         /* struct ssh_conn_client *, not owned */
   struct conn_source *source; /* watches ssh_get_fd(); NULL once released */
   GIOCondition events;        /* what the source polls for */
@@ -590,6 +590,12 @@ bool
 ssh_conn_is_dead (struct ssh_conn *c)
 {
   return c->dead;
+}
+
+guint64
+ssh_conn_bytes_in (struct ssh_conn *c)
+{
+  return c->counter.in_bytes;
 }
 
 void

@@ -45,6 +45,8 @@ ssh_session ssh_conn_session (struct ssh_conn *conn);
 const char *ssh_conn_name (struct ssh_conn *conn);
 /* The session failed (reported once, on stderr). */
 bool ssh_conn_is_dead (struct ssh_conn *conn);
+/* Bytes libssh has read from the session's socket so far. */
+guint64 ssh_conn_bytes_in (struct ssh_conn *conn);
 
 /* Repeat @step while it returns @again, waiting for the session's fd in
  * between, for at most the connect timeout.  Returns @step's last result,
