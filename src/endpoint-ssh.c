@@ -9,10 +9,12 @@
  *
  * The window is therefore both the download's speed limit (one window per
  * round trip) and its memory bound.  A channel's download buffer is at
- * least SSH_RECEIVE_WINDOW.  ferry's buffer, libssh's and the bytes in
- * flight together stay under that buffer plus twice LIBSSH_WINDOW_FLOOR
- * (2.5 MiB), the window libssh grants on its own: ssh_ep_readv keeps those
- * grants from piling up. */
+ * least receive_window(): sized to the round trip measured as the channel
+ * opened, so a distant host gets a wide window and a near one a narrow one
+ * (8 MiB cost loopback a fifth of its speed).  ferry's buffer, libssh's and
+ * the bytes in flight together stay under that buffer plus twice
+ * LIBSSH_WINDOW_FLOOR (2.5 MiB), the window libssh grants on its own:
+ * ssh_ep_readv keeps those grants from piling up. */
 #include <config.h>
 
 #include "endpoint-ssh.h"
@@ -24,8 +26,12 @@
 #include "error.h"
 #include "message.h"
 
-/* 8 MiB per 50 ms round trip is 160 MiB/s; 1 MiB was 20. */
-#define SSH_RECEIVE_WINDOW (8 * 1024 * 1024)
+/* The download rate the window is sized for: 8 MiB at 50 ms, where 1 MiB
+ * allowed 20 MiB/s.  Within [MIN, MAX]: MIN is OpenSSH's window, and at
+ * least LIBSSH_WINDOW_FLOOR, which ssh_ep_readv needs to make progress. */
+#define SSH_WINDOW_RATE (160 * 1024 * 1024)
+#define SSH_WINDOW_MIN (2 * 1024 * 1024)
+#define SSH_WINDOW_MAX (8 * 1024 * 1024)
 /* The window libssh 0.10 keeps open by itself (WINDOWBASE in channels.c). */
 #define LIBSSH_WINDOW_FLOOR 1280000
 
@@ -260,6 +266,7 @@ struct open_step {
   const struct address_ssh *ssh;
   int tcp_port;
   const char *command;
+  gint64 round_trip;          /* microseconds the first step took */
 };
 
 static int
@@ -305,7 +312,10 @@ open_channel (struct ssh_conn *conn, struct open_step *p,
     return NULL;
   }
   for (size_t i = 0; i < n_steps; i++) {
+    gint64 start = g_get_monotonic_time ();
     int rc = ssh_conn_wait (conn, steps[i], p, SSH_AGAIN);
+    if (i == 0)
+      p->round_trip = g_get_monotonic_time () - start;
     if (rc != SSH_OK) {
       *why = g_strdup (rc == SSH_AGAIN ? "timed out" : ssh_get_error (s));
       ssh_channel_free (p->channel);
@@ -313,6 +323,14 @@ open_channel (struct ssh_conn *conn, struct open_step *p,
     }
   }
   return p->channel;
+}
+
+/* Opening a channel is one request and its answer: a round trip. */
+static size_t
+receive_window (gint64 round_trip_us)
+{
+  return CLAMP ((guint64) round_trip_us * SSH_WINDOW_RATE / G_USEC_PER_SEC,
+                SSH_WINDOW_MIN, SSH_WINDOW_MAX);
 }
 
 static int
@@ -376,7 +394,7 @@ endpoint_ssh_open (struct ssh_conn *conn, const struct address *a,
   se->conn = ssh_conn_ref (conn);
   se->client.ep = &se->base;
   se->client.maybe_buffered = true;
-  se->base.read_buffer_min = SSH_RECEIVE_WINDOW;
+  se->base.read_buffer_min = receive_window (step.round_trip);
   se->channel = channel;
   se->exit_status = -1;
   if (exec_error == NULL && direct_error != NULL) {
