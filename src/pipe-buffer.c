@@ -113,7 +113,15 @@ struct direct_buffer {
                                  the drain right after it would only fail */
 };
 
-static bool direct_failed_on_dst (struct buffer *b, int err);
+/* Reading a pipe cannot fail but writing one can (EPIPE); a socket can
+ * fail either way. */
+static bool
+direct_failed_on_dst (struct buffer *b, int err)
+{
+  struct direct_buffer *db = (struct direct_buffer *) b;
+
+  return err == EPIPE || db->src_is_pipe;
+}
 
 /* Count what waits in the source as buffered: bytes the destination has
  * not taken.  Keeps errno. */
@@ -172,16 +180,6 @@ direct_drain (struct buffer *b, struct endpoint *dst G_GNUC_UNUSED)
     b->blocked = b->len > 0;
   }
   return n;
-}
-
-/* Reading a pipe cannot fail but writing one can (EPIPE); a socket can
- * fail either way. */
-static bool
-direct_failed_on_dst (struct buffer *b, int err)
-{
-  struct direct_buffer *db = (struct direct_buffer *) b;
-
-  return err == EPIPE || db->src_is_pipe;
 }
 
 static void
