@@ -231,6 +231,12 @@ dialer_connect (struct dialer *d, GError **error)
   return endpoint_ssh_open (d->ssh, d->address, d->options, error);
 }
 
+bool
+dialer_is_thread_safe (const struct dialer *d)
+{
+  return d->address->kind != ADDRESS_SSH;
+}
+
 void
 dialer_free (struct dialer *d)
 {

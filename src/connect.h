@@ -41,6 +41,10 @@ struct dialer;
 struct dialer *dialer_new (const struct address *address,
                            const struct connect_options *options, GError **error);
 struct endpoint *dialer_connect (struct dialer *dialer, GError **error);
+/* Whether dialer_connect and the endpoints it returns may be used on any
+ * thread.  Not for ssh://: every channel shares the one libssh session,
+ * which lives on the main loop. */
+bool dialer_is_thread_safe (const struct dialer *dialer);
 void dialer_free (struct dialer *dialer);
 
 #endif

@@ -249,7 +249,7 @@ fd_endpoint_new (int rfd, int wfd)
    * and re-adds the polls, signalling its wakeup eventfd every time.  The
    * dispatch never runs the main loop, so it cannot recurse. */
   g_source_set_can_recurse (&fe->source->source, TRUE);
-  g_source_attach (&fe->source->source, NULL);
+  gsource_attach (&fe->source->source);
   fe->splice_read = can_splice (rfd, false);
   fe->splice_write = can_splice (wfd, true);
   return fe;

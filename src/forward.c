@@ -1,4 +1,6 @@
-/* ferry: listen-and-forward, many relays on one main loop. */
+/* ferry: listen-and-forward.  The main loop accepts and counts; each
+ * connection's relay runs on a worker thread (worker.c), or on the main
+ * loop for an ssh:// target, whose channels share one libssh session. */
 #include <config.h>
 
 #include "forward.h"
@@ -13,16 +15,18 @@
 #include "listen.h"
 #include "message.h"
 #include "relay.h"
+#include "worker.h"
 
 struct forward {
   const struct ferry_options *options;
   const struct address *target;
   struct dialer *dialer;      /* connects to @target (one shared ssh session) */
+  struct worker_pool *workers; /* NULL when the dialer needs the main loop */
   GPtrArray *listeners;       /* struct listener; NULL once stopping */
-  GPtrArray *relays;          /* the live ones; freed on removal */
+  GPtrArray *connections;     /* struct connection, the live ones; freed on removal */
   bool accepting;             /* false after the first connection without -k,
                                  and once stopping */
-  unsigned peak;              /* most relays live at once */
+  unsigned peak;              /* most connections live at once */
   guint64 served;             /* connections accepted */
   GSource *idle_exit;         /* --exit-idle-time countdown while none is live */
   GSource *drain_timer;       /* --drain-timeout countdown while stopping */
@@ -32,6 +36,20 @@ struct forward {
   bool finished;
   forward_done_fn done;
   void *done_data;
+};
+
+/* One accepted connection.  Its relay lives in @context: only callbacks
+ * run there touch @relay, and they are queued in order, so the start always
+ * comes before a drain, an abandon or a cancel. */
+struct connection {
+  struct forward *forward;
+  int fd;                     /* the accepted socket, until the relay owns it */
+  char *peer;                 /* names the connection in messages */
+  struct worker *worker;      /* NULL: the relay runs on the main loop */
+  GMainContext *context;      /* @worker's context, or the main loop's */
+  struct relay *relay;        /* NULL before the start and after the end */
+  int exit_code;              /* set before @ended is attached */
+  GSource *ended;             /* reports the end on the main loop */
 };
 
 /* The peak resident set size, as the kernel counts it. */
@@ -57,7 +75,7 @@ timer_new (unsigned seconds, GSourceFunc callback, struct forward *f)
   GSource *timer = g_timeout_source_new (MIN (seconds, G_MAXUINT / 1000) * 1000);
 
   g_source_set_callback (timer, callback, f, NULL);
-  g_source_attach (timer, NULL);
+  gsource_attach (timer);
   return timer;
 }
 
@@ -92,13 +110,13 @@ on_idle_exit (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* Derive the listeners' state and the idle countdown from the live relays. */
+/* Derive the listeners' state and the idle countdown from the live connections. */
 static void
 forward_update (struct forward *f)
 {
   unsigned max = f->options->max_connections;
-  bool accept = f->accepting && (max == 0 || f->relays->len < max);
-  bool idle = f->accepting && f->relays->len == 0 && f->options->exit_idle_time > 0;
+  bool accept = f->accepting && (max == 0 || f->connections->len < max);
+  bool idle = f->accepting && f->connections->len == 0 && f->options->exit_idle_time > 0;
 
   for (guint i = 0; f->listeners && i < f->listeners->len; i++) {
     if (accept)
@@ -121,7 +139,7 @@ connection_ended (struct forward *f, int exit_code)
       f->drained++;
     else
       f->cut++;
-    if (f->relays->len == 0)
+    if (f->connections->len == 0)
       forward_finish (f, f->cut ? f->stop_code : FERRY_EXIT_OK);
   } else if (!f->options->keep_listening) {
     forward_finish (f, exit_code);
@@ -131,53 +149,144 @@ connection_ended (struct forward *f, int exit_code)
 }
 
 static void
+connection_free (struct connection *c)
+{
+  if (c->worker)
+    worker_release (c->worker);
+  gsource_release (c->ended);
+  g_free (c->peer);
+  g_free (c);
+}
+
+/* On the main loop. */
+static gboolean
+on_connection_ended (gpointer data)
+{
+  struct connection *c = data;
+  struct forward *f = c->forward;
+  int exit_code = c->exit_code;
+
+  g_ptr_array_remove_fast (f->connections, c);
+  connection_ended (f, exit_code);
+  return G_SOURCE_REMOVE;
+}
+
+/* The rest run in the connection's context. */
+static void
+connection_report_end (struct connection *c, int exit_code)
+{
+  c->exit_code = exit_code;
+  g_source_attach (c->ended, g_main_context_default ());
+}
+
+static void
 on_relay_done (struct relay *relay, int exit_code, void *data)
 {
-  struct forward *f = data;
+  struct connection *c = data;
 
-  g_ptr_array_remove_fast (f->relays, relay);
-  connection_ended (f, exit_code);
+  g_clear_pointer (&c->relay, relay_free);
+  connection_report_end (c, exit_code);
+}
+
+static gboolean
+connection_start (gpointer data)
+{
+  struct connection *c = data;
+  struct forward *f = c->forward;
+  g_autoptr (GError) error = NULL;
+  struct relay_config config = f->options->relay;
+  struct endpoint *remote = dialer_connect (f->dialer, &error);
+
+  if (remote == NULL) {
+    ferry_error ("%s: %s", c->peer, error->message);
+    close (c->fd);
+    connection_report_end (c, error->code);
+    return G_SOURCE_REMOVE;
+  }
+  config.label = c->peer;
+  socket_set_buffers (c->fd, &f->options->connect);
+  c->relay = relay_new (endpoint_socket_new (c->fd, "client"), remote, &config,
+                        on_relay_done, c);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+connection_drain (gpointer data)
+{
+  struct connection *c = data;
+
+  if (c->relay)
+    relay_drain (c->relay);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+connection_abandon (gpointer data)
+{
+  struct connection *c = data;
+  struct forward *f = c->forward;
+  g_autofree char *why = g_strdup_printf ("not drained within --drain-timeout %u s",
+                                          f->options->drain_timeout);
+
+  if (c->relay)
+    relay_abandon (c->relay, why, f->stop_code);
+  return G_SOURCE_REMOVE;
+}
+
+/* Free the relay without waiting for it: ferry is exiting. */
+static gboolean
+connection_cancel (gpointer data)
+{
+  struct connection *c = data;
+
+  g_clear_pointer (&c->relay, relay_free);
+  return G_SOURCE_REMOVE;
+}
+
+/* Run @fn for every live connection, in its context: at once on the main
+ * loop, queued on a worker. */
+static void
+forward_each (struct forward *f, GSourceFunc fn)
+{
+  for (guint i = 0; i < f->connections->len; i++) {
+    struct connection *c = f->connections->pdata[i];
+
+    g_main_context_invoke (c->context, fn, c);
+  }
 }
 
 static void
 on_accept (int fd, const char *peer, void *data)
 {
   struct forward *f = data;
-  g_autoptr (GError) error = NULL;
-  struct endpoint *remote;
-  struct relay_config config = f->options->relay;
+  struct connection *c = g_new0 (struct connection, 1);
 
   f->served++;
   if (!f->options->keep_listening)
     f->accepting = false;
   /* A connection restarts the idle countdown, even one that fails. */
   g_clear_pointer (&f->idle_exit, gsource_release);
-  remote = dialer_connect (f->dialer, &error);
-  if (remote == NULL) {
-    ferry_error ("%s: %s", peer, error->message);
-    close (fd);
-    connection_ended (f, error->code);
-    return;
-  }
-  config.label = peer;
-  socket_set_buffers (fd, &f->options->connect);
-  g_ptr_array_add (f->relays, relay_new (endpoint_socket_new (fd, "client"), remote,
-                                         &config, on_relay_done, f));
-  f->peak = MAX (f->peak, f->relays->len);
+  c->forward = f;
+  c->fd = fd;
+  c->peer = g_strdup (peer);
+  c->worker = f->workers ? worker_pool_take (f->workers) : NULL;
+  c->context = c->worker ? worker_context (c->worker) : g_main_context_default ();
+  c->ended = g_idle_source_new ();
+  g_source_set_callback (c->ended, on_connection_ended, c, NULL);
+  g_ptr_array_add (f->connections, c);
+  f->peak = MAX (f->peak, f->connections->len);
   forward_update (f);
+  g_main_context_invoke (c->context, connection_start, c);
 }
 
 static gboolean
 on_drain_timeout (gpointer data)
 {
   struct forward *f = data;
-  g_autofree char *why = g_strdup_printf ("not drained within --drain-timeout %u s",
-                                          f->options->drain_timeout);
 
   g_clear_pointer (&f->drain_timer, gsource_release);
-  /* Each relay reports done from the main loop, so the array holds still. */
-  for (guint i = 0; i < f->relays->len; i++)
-    relay_abandon (f->relays->pdata[i], why, f->stop_code);
+  /* Each end is reported from the main loop, so the array holds still. */
+  forward_each (f, connection_abandon);
   return G_SOURCE_REMOVE;
 }
 
@@ -193,12 +302,11 @@ forward_stop (struct forward *f, const char *signal_name, int signal_exit_code)
    * waiting in a backlog nobody will serve. */
   g_clear_pointer (&f->listeners, g_ptr_array_unref);
   forward_update (f);
-  if (f->relays->len == 0) {
+  if (f->connections->len == 0) {
     forward_finish (f, FERRY_EXIT_OK);
     return true;
   }
-  for (guint i = 0; i < f->relays->len; i++)
-    relay_drain (f->relays->pdata[i]);
+  forward_each (f, connection_drain);
   f->drain_timer = timer_new (f->options->drain_timeout, on_drain_timeout, f);
   return true;
 }
@@ -227,9 +335,11 @@ forward_new (const struct ferry_options *options, const struct address *listen_a
   f->done = done;
   f->done_data = data;
   f->accepting = true;
-  f->relays = g_ptr_array_new_with_free_func ((GDestroyNotify) relay_free);
+  f->connections = g_ptr_array_new_with_free_func ((GDestroyNotify) connection_free);
   f->listeners = g_ptr_array_new_with_free_func ((GDestroyNotify) listener_free);
   f->dialer = dialer_new (target, &options->connect, &err);
+  if (f->dialer && dialer_is_thread_safe (f->dialer))
+    f->workers = worker_pool_new (g_get_num_processors ());
   if (f->dialer && listen_at) {
     l = listener_new (listen_at, options->connect.family, on_accept, f, &err);
     if (l)
@@ -258,7 +368,10 @@ forward_free (struct forward *f)
   g_clear_pointer (&f->idle_exit, gsource_release);
   g_clear_pointer (&f->drain_timer, gsource_release);
   g_clear_pointer (&f->listeners, g_ptr_array_unref);
-  g_ptr_array_unref (f->relays);
+  forward_each (f, connection_cancel);
+  /* After the workers: a worker may still be reporting a connection's end. */
+  worker_pool_free (f->workers);
+  g_ptr_array_unref (f->connections);
   dialer_free (f->dialer);
   g_free (f);
 }

@@ -1,6 +1,8 @@
 /* ferry: listen-and-forward.  Every accepted connection gets its own relay
  * to its own new connection to the target ("local" = the accepted
- * connection, "remote" = the target), all on the one main loop.
+ * connection, "remote" = the target).  The main loop accepts; the relays
+ * run on worker threads, one per core, or on the main loop for an ssh://
+ * target.
  *
  * One relay's failure ends that relay alone.  Past --max-connections the
  * listeners pause, so new clients wait in the kernel backlog.  A stop

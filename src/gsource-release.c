@@ -1,4 +1,5 @@
-/* ferry: version-gated GSource release.
+/* ferry: attaching GSources to the calling thread's context, and the
+ * version-gated release.
  *
  * Before glib 2.64, dropping the last reference to a GSource from another
  * source's dispatch could race with the main context still iterating over it
@@ -26,14 +27,27 @@ unref_when_idle (gpointer data)
 #endif
 
 void
+gsource_attach (GSource *source)
+{
+  g_source_attach (source, g_main_context_get_thread_default ());
+}
+
+void
 gsource_release (GSource *source)
 {
   if (source == NULL)
     return;
-  g_source_destroy (source);
 #if FERRY_DEFER_UNREF
-  g_idle_add (unref_when_idle, source);
+  /* The idle runs where @source ran: a worker's context is not the main one. */
+  GMainContext *context = g_source_get_context (source);
+  GSource *idle = g_idle_source_new ();
+
+  g_source_destroy (source);
+  g_source_set_callback (idle, unref_when_idle, source, NULL);
+  g_source_attach (idle, context);
+  g_source_unref (idle);
 #else
+  g_source_destroy (source);
   g_source_unref (source);
 #endif
 }

@@ -205,7 +205,7 @@ listener_apply (struct listener *l)
   } else if (l->watch == NULL) {
     l->watch = g_unix_fd_source_new (l->fd, G_IO_IN);
     g_source_set_callback (l->watch, G_SOURCE_FUNC (on_acceptable), l, NULL);
-    g_source_attach (l->watch, NULL);
+    gsource_attach (l->watch);
   }
 }
 
@@ -225,7 +225,7 @@ listener_back_off (struct listener *l)
   if (l->retry == NULL) {
     l->retry = g_timeout_source_new (1000);
     g_source_set_callback (l->retry, on_retry, l, NULL);
-    g_source_attach (l->retry, NULL);
+    gsource_attach (l->retry);
   }
   listener_apply (l);
 }

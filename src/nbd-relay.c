@@ -312,7 +312,7 @@ start_timer (unsigned seconds, GSourceFunc fn, struct nbd_relay *nr)
     return NULL;
   timer = g_timeout_source_new_seconds (seconds);
   g_source_set_callback (timer, fn, nr, NULL);
-  g_source_attach (timer, NULL);
+  gsource_attach (timer);
   return timer;
 }
 

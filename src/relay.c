@@ -86,7 +86,8 @@ pump_fail (struct pump *p, const char *action, const char *what, int err)
 static ssize_t
 pump_read_dropped (struct pump *p)
 {
-  static char scratch[64 * 1024];
+  /* Per thread: forward workers run relays side by side. */
+  static _Thread_local char scratch[64 * 1024];
   struct iovec iov = { .iov_base = scratch, .iov_len = sizeof scratch };
   ssize_t n = p->src->ops->readv (p->src, &iov, 1);
 
@@ -275,7 +276,7 @@ relay_finish (struct relay *relay)
   }
   relay->done_source = g_idle_source_new ();
   g_source_set_callback (relay->done_source, report_done, relay, NULL);
-  g_source_attach (relay->done_source, NULL);
+  gsource_attach (relay->done_source);
 }
 
 static void relay_settle (struct relay *relay);
@@ -335,7 +336,7 @@ relay_settle (struct relay *relay)
     } else {
       relay->eof_timer = g_timeout_source_new_seconds (relay->config.eof_wait);
       g_source_set_callback (relay->eof_timer, on_eof_wait_over, relay, NULL);
-      g_source_attach (relay->eof_timer, NULL);
+      gsource_attach (relay->eof_timer);
     }
   }
   /* Remote EOF (or failure): stop reading local, but keep delivering
@@ -483,7 +484,7 @@ relay_new (struct endpoint *local, struct endpoint *remote,
     g_source_set_callback (relay->idle_timer, on_idle_check, relay, NULL);
     g_source_set_ready_time (relay->idle_timer,
                              relay->started + (gint64) config->idle_timeout * G_USEC_PER_SEC);
-    g_source_attach (relay->idle_timer, NULL);
+    gsource_attach (relay->idle_timer);
   }
   relay_update_interest (relay);
   return relay;

@@ -532,11 +532,11 @@ ssh_conn_new (const struct address *a, const struct connect_options *opts,
   c->source->conn = c;
   c->events = G_IO_IN;
   c->source->tag = g_source_add_unix_fd (&c->source->source, ssh_get_fd (c->session), c->events);
-  g_source_attach (&c->source->source, NULL);
+  gsource_attach (&c->source->source);
   if (opts->keepalive > 0) {
     c->keepalive = g_timeout_source_new_seconds (opts->keepalive);
     g_source_set_callback (c->keepalive, on_keepalive, c, NULL);
-    g_source_attach (c->keepalive, NULL);
+    gsource_attach (c->keepalive);
   }
   return g_steal_pointer (&c);
 }

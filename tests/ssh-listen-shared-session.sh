@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ferry -l -k LOCAL ssh://...: 8 concurrent connections, each its own
 # channel on one shared, authenticated ssh session, each echoed back intact.
+# The channels stay on the main loop with their session: no worker threads.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 need socat sha256sum ss
@@ -24,6 +25,7 @@ for i in $(seq 8); do assert_same_file "$T/in$i" "$T/out$i" "connection $i"; don
 
 assert_eq 1 "$(ss -Htn state established "( dport = :$SSHD_PORT )" | wc -l)" \
     "ssh connections from ferry"
+assert_eq 0 "$(cat /proc/"$ferry"/task/*/comm | grep -cx ferry-worker)" "ferry-worker threads"
 kill -TERM "$ferry"
 rc=0
 wait "$ferry" || rc=$?
