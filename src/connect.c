@@ -25,9 +25,15 @@ void
 socket_set_buffers (int fd, const struct connect_options *opts)
 {
   int size;
+  struct sockaddr_storage addr;
+  socklen_t len = sizeof addr;
 
   if (opts->sndbuf > 0) {
     size = (int) opts->sndbuf;
+    setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+  } else if (opts->unix_sndbuf > 0 && getsockname (fd, (struct sockaddr *) &addr, &len) == 0 &&
+             addr.ss_family == AF_UNIX) {
+    size = (int) MIN (opts->unix_sndbuf, G_MAXINT / 2);
     setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
   }
   if (opts->rcvbuf > 0) {

@@ -19,11 +19,15 @@ struct connect_options {
   bool ask_password;          /* ssh: also password and keyboard-interactive
                                  authentication, prompting on the terminal */
   size_t sndbuf, rcvbuf;      /* SO_SNDBUF / SO_RCVBUF bytes; 0 keeps the kernel's */
+  size_t unix_sndbuf;         /* SO_SNDBUF of a UNIX socket without --sndbuf:
+                                 the relay's buffer size, so that one splice
+                                 or write can hand over a full buffer.  TCP
+                                 keeps the kernel's autotuning */
 };
 
 /* Apply @options' socket buffer sizes to the socket @fd (connected, being
  * connected, or accepted).  A refusal is not an error: the kernel's size
- * stands. */
+ * stands (and it caps SO_SNDBUF at net.core.wmem_max). */
 void socket_set_buffers (int fd, const struct connect_options *options);
 
 /* Returns a connected endpoint, or NULL with a FERRY_EXIT_CONNECT error

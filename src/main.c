@@ -209,7 +209,7 @@ main (int argc, char **argv)
     { "no-splice", 0, 0, G_OPTION_ARG_NONE, &no_splice,
       "Copy through memory instead of splice(2) (also FERRY_NO_SPLICE=1)", NULL },
     { "sndbuf", 0, 0, G_OPTION_ARG_CALLBACK, parse_size,
-      "SO_SNDBUF for the socket(s) (default: the kernel's)", "BYTES" },
+      "SO_SNDBUF for the socket(s) (default: the kernel's for TCP, --buffer-size for UNIX)", "BYTES" },
     { "rcvbuf", 0, 0, G_OPTION_ARG_CALLBACK, parse_size,
       "SO_RCVBUF for the socket(s) (default: the kernel's)", "BYTES" },
     { "no-shutdown", 0, 0, G_OPTION_ARG_NONE, &no_shutdown,
@@ -345,6 +345,7 @@ main (int argc, char **argv)
   }
   options.readonly = readonly;
   options.connect.ask_password = ask_password;
+  options.connect.unix_sndbuf = options.relay.buffer_size;
   rc = ferry_run (&options);
   socket_activation_clear (&options.activation);
   return rc;

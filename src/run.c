@@ -98,6 +98,7 @@ ferry_options_init (struct ferry_options *options)
     .drain_timeout = FERRY_DEFAULT_DRAIN_TIMEOUT,
     .connect = {
       .family = AF_UNSPEC,
+      .unix_sndbuf = FERRY_DEFAULT_BUFFER_SIZE,
     },
   };
 }

@@ -18,7 +18,9 @@ wait_for_socket "$T/B.sock"
 for round in timeout second-signal; do
     rm -f "$T"/*.sent
     if [ "$round" = timeout ]; then timeout=1; else timeout=30; fi
-    bg "$FERRY" -l -k --drain-timeout "$timeout" "unix:$T/A.sock" "unix:$T/B.sock" 2> "$T/err"
+    # --sndbuf 64K: most of the data stays in ferry's buffers, not in the
+    # sockets' (a UNIX socket's default is the 1 MiB buffer size).
+    bg "$FERRY" -l -k --sndbuf 64K --drain-timeout "$timeout" "unix:$T/A.sock" "unix:$T/B.sock" 2> "$T/err"
     ferry=$LAST_PID
     wait_for_socket "$T/A.sock"
     bg socat "UNIX-CONNECT:$T/A.sock" EXEC:"bash $T/peer.sh $T/data $T/client",nofork

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # --sndbuf/--rcvbuf reach the kernel on the socket ferry connects (TCP and
 # UNIX) and on the one it accepts, also when forwarding: ss shows them doubled (the kernel's
-# bookkeeping).  Without them, the kernel's defaults stay.  A bad value is
-# a usage error.
+# bookkeeping).  Without them, TCP keeps the kernel's sizes (and its
+# autotuning), and a UNIX socket's send buffer is the relay buffer's size
+# (-b), as far as net.core.wmem_max allows.  A bad value is a usage error.
 . "$(dirname "$0")/lib.sh"
 need socat ss
 
@@ -36,6 +37,17 @@ bg socat "UNIX-LISTEN:$T/s.sock,fork" SYSTEM:"cat > /dev/null"
 wait_for_socket "$T/s.sock"
 bg_stdin "$T/in" "$FERRY" --sndbuf 96K --rcvbuf 64K "unix:$T/s.sock"
 assert_eq "rb131072 tb196608" "$(skmem "$LAST_PID")" "UNIX connect with --sndbuf 96K --rcvbuf 64K"
+kill "$LAST_PID"
+
+# tb: the send buffer ss shows for SIZE, doubled, capped by wmem_max first
+unix_tb () { local m; m=$(sysctl -n net.core.wmem_max); echo $((2 * ($1 < m ? $1 : m))); }
+bg_stdin "$T/in" "$FERRY" "unix:$T/s.sock"
+assert_eq "tb$(unix_tb 1048576)" "$(skmem "$LAST_PID" | grep -o 'tb[0-9]*')" \
+    "UNIX connect without options: send buffer of -b's default 1M"
+kill "$LAST_PID"
+bg_stdin "$T/in" "$FERRY" -b 256K "unix:$T/s.sock"
+assert_eq "tb$(unix_tb 262144)" "$(skmem "$LAST_PID" | grep -o 'tb[0-9]*')" \
+    "UNIX connect with -b 256K: send buffer of 256K"
 kill "$LAST_PID"
 
 lport=$(free_port)
