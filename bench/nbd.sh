@@ -79,5 +79,9 @@ print(f"ferry --nbd / direct:      {mib['ferry-nbd'] / mib['direct']:.2f}x (targ
 print(f"ferry --nbd / socat -b 1M: {mib['ferry-nbd'] / mib['socat-1m']:.2f}x (target >= 1.1)")
 PY
 echo
-echo "ferry --nbd stats of the last connection:"
-tail -n 4 "$T/stats"
+echo "ferry --nbd stats of the last connection that sent commands:"
+# Blocks start at their "stats final" line; nbdcopy also opens connections
+# that only negotiate.
+awk '/: nbd: stats final/ { block = "" } { block = block $0 "\n" }
+     /: nbd: stats final/ || /cmd=/ { if (block ~ /cmd=/) last = block }
+     END { printf "%s", last }' "$T/stats"
