@@ -34,6 +34,9 @@ wait_until 10 grep -q "connection 2" "$T/err"
 bg socat -u /dev/zero "UNIX-CONNECT:$T/A.sock"
 writer=$LAST_PID
 wait_until 10 has_sockets "$ferry" 5
+# Only once echoed bytes wait unread: killed earlier, on a loaded machine
+# before it wrote anything, the client would just close.
+wait_until 10 has_unread_socket "$writer"
 kill -KILL "$writer"
 wait_until 10 grep -q "connection 3" "$T/err"
 
