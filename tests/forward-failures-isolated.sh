@@ -15,8 +15,9 @@ bg "$FERRY" -l -k "unix:$T/A.sock" "unix:$T/B.sock" 2> "$T/err"
 ferry=$LAST_PID
 wait_for_socket "$T/A.sock"
 
-# Connection 1: stays busy, in two parts, until the others are done.
-bg bash -c "{ cat '$T/part1'; until [ -e '$T/go' ]; do sleep 0.1; done; cat '$T/part2'; } |
+# Connection 1: stays busy, in two parts, until the others are done (or
+# the test has failed and its directory is gone).
+bg bash -c "{ cat '$T/part1'; until [ -e '$T/go' ] || [ ! -d '$T' ]; do sleep 0.1; done; cat '$T/part2'; } |
             socat -t 30 - 'UNIX-CONNECT:$T/A.sock' > '$T/got1'"
 busy=$LAST_PID
 wait_until 10 has_sockets "$ferry" 3
