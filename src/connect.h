@@ -22,7 +22,8 @@ struct connect_options {
   size_t unix_sndbuf;         /* SO_SNDBUF of a UNIX socket without --sndbuf:
                                  the relay's buffer size, so that one splice
                                  or write can hand over a full buffer.  TCP
-                                 keeps the kernel's autotuning */
+                                 keeps the kernel's autotuning.  Set by
+                                 ferry_run() */
 };
 
 /* Apply @options' socket buffer sizes to the socket @fd (connected, being

@@ -345,7 +345,6 @@ main (int argc, char **argv)
   }
   options.readonly = readonly;
   options.connect.ask_password = ask_password;
-  options.connect.unix_sndbuf = options.relay.buffer_size;
   rc = ferry_run (&options);
   socket_activation_clear (&options.activation);
   return rc;

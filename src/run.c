@@ -98,14 +98,15 @@ ferry_options_init (struct ferry_options *options)
     .drain_timeout = FERRY_DEFAULT_DRAIN_TIMEOUT,
     .connect = {
       .family = AF_UNSPEC,
-      .unix_sndbuf = FERRY_DEFAULT_BUFFER_SIZE,
     },
   };
 }
 
 int
-ferry_run (const struct ferry_options *options)
+ferry_run (const struct ferry_options *requested)
 {
+  struct ferry_options derived = *requested;
+  const struct ferry_options *options = &derived;
   struct run run = { .options = options };
   g_autoptr (GError) error = NULL;
   /* --readonly names the socket ferry connects to: the target, if any. */
@@ -113,6 +114,9 @@ ferry_run (const struct ferry_options *options)
   g_autoptr (FerryAddress) address = NULL;
   g_autoptr (FerryAddress) target = NULL;
   guint sigint_id, sigterm_id;
+
+  /* Derived here, for every personality. */
+  derived.connect.unix_sndbuf = derived.relay.buffer_size;
 
   /* A closed peer must be an EPIPE we can report, not a silent death. */
   signal (SIGPIPE, SIG_IGN);
