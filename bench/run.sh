@@ -134,7 +134,7 @@ available () {  # NAME -> 0 if the helper can run here
     ferry-copy)
         # Not `| grep -q`: it may exit before the writer is done, and with
         # pipefail the writer's SIGPIPE fails the test.
-        [[ $("$ferry" --help 2>&1) == *--no-splice* ]] && return 0
+        [[ $("$ferry" --help-all 2>&1) == *--no-splice* ]] && return 0
         skipped+=("ferry --no-splice: this ferry has no --no-splice option"); return 1 ;;
     nc)
         command -v nc >/dev/null && [[ $(nc -h 2>&1) == *OpenBSD* ]] && return 0

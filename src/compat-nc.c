@@ -28,7 +28,7 @@
 
 #include "error.h"
 #include "message.h"
-#include "options.h"
+#include "run.h"
 
 static const char usage_text[] =
   "usage: nc [-46dhklNUvz] [-q seconds] [-w timeout] [destination] [port]\n"

@@ -10,7 +10,7 @@
 
 #include "error.h"
 #include "message.h"
-#include "options.h"
+#include "run.h"
 #include "virt-uri.h"
 
 int

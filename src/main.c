@@ -1,9 +1,18 @@
-/* ferry: command line. */
+/* ferry: the command line.  parse_argv() reads it into struct command_line
+ * through one table of options, validate() gives every usage error that
+ * involves more than one option or argument, and main() runs the result.
+ * The compat personalities (compat-*.c) parse their own command lines.
+ *
+ * Adding an option is one entry in option_table below: its names, its
+ * --help group, a parse_* function for its kind of value and the field of
+ * struct ferry_options that it sets (FIELD), then a line in doc/ferry.1.
+ * A rule between options goes into validate(). */
 #include <config.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <locale.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +20,7 @@
 #include "compat.h"
 #include "error.h"
 #include "message.h"
-#include "options.h"
+#include "run.h"
 #include "virt-uri.h"
 
 static const char description[] =
@@ -68,53 +77,360 @@ static const char description[] =
   "  130 SIGINT, 143 SIGTERM.  In ssh exec mode a remote helper's non-zero\n"
   "  exit status becomes ferry's.\n";
 
-/* --buffer-size, --sndbuf, --rcvbuf: @data is the group's, the options. */
-static gboolean
-parse_size (const char *name, const char *value, gpointer data, GError **error)
+/* At most this many entries in option_table (command_line.given). */
+#define MAX_OPTIONS 128
+
+/* What the command line says, as parse_argv() read it. */
+struct command_line {
+  struct ferry_options options;   /* the option table writes here */
+  bool version;                   /* -V: print the version, run nothing */
+  bool given[MAX_OPTIONS];        /* option_table[i] was on the command line */
+  char **args;                    /* the arguments: ADDRESS, or LISTEN [TARGET] */
+  int n_args;
+  GPtrArray *strings;             /* owns the string values in @options */
+};
+
+/* Store @value, the text given to option @name, into @field, or fail with a
+ * FERRY_EXIT_USAGE error that names both.  @value is NULL for a flag. */
+typedef bool option_parse_fn (struct command_line *cli, const char *name,
+                              const char *value, void *field, GError **error);
+
+static bool G_GNUC_PRINTF (2, 3)
+usage_error (GError **error, const char *fmt, ...)
 {
-  struct ferry_options *options = data;
-  size_t *out = g_str_equal (name, "--sndbuf") ? &options->connect.sndbuf
-              : g_str_equal (name, "--rcvbuf") ? &options->connect.rcvbuf
-              : &options->relay.buffer_size;
+  va_list args;
+
+  va_start (args, fmt);
+  *error = g_error_new_valist (FERRY_ERROR, FERRY_EXIT_USAGE, fmt, args);
+  va_end (args);
+  return false;
+}
+
+/* Flags: a bool field. */
+static bool
+parse_set (struct command_line *cli, const char *name, const char *value,
+           void *field, GError **error)
+{
+  (void) cli, (void) name, (void) value, (void) error;
+  *(bool *) field = true;
+  return true;
+}
+
+/* --no-X flags: clear the bool field X. */
+static bool
+parse_clear (struct command_line *cli, const char *name, const char *value,
+             void *field, GError **error)
+{
+  (void) cli, (void) name, (void) value, (void) error;
+  *(bool *) field = false;
+  return true;
+}
+
+/* An unsigned field from an integer >= 0, in @unit; a non-number gets
+ * glib's own message, as G_OPTION_ARG_INT would. */
+static bool
+parse_count (const char *name, const char *value, const char *unit,
+             unsigned *out, GError **error)
+{
+  char *end;
+  gint64 n;
+
+  errno = 0;
+  n = g_ascii_strtoll (value, &end, 0);
+  if (*value == '\0' || *end != '\0')
+    return usage_error (error, g_dgettext ("glib20", "Cannot parse integer value “%s” for %s"),
+                        value, name);
+  if (errno == ERANGE || n < G_MININT || n > G_MAXINT)
+    return usage_error (error, g_dgettext ("glib20", "Integer value “%s” for %s out of range"),
+                        value, name);
+  if (n < 0)
+    return usage_error (error, "invalid %s '%d': expected a number of %s >= 0",
+                        name, (int) n, unit);
+  *out = (unsigned) n;
+  return true;
+}
+
+static bool
+parse_seconds (struct command_line *cli, const char *name, const char *value,
+               void *field, GError **error)
+{
+  (void) cli;
+  return parse_count (name, value, "seconds", field, error);
+}
+
+static bool
+parse_connections (struct command_line *cli, const char *name, const char *value,
+                   void *field, GError **error)
+{
+  (void) cli;
+  return parse_count (name, value, "connections", field, error);
+}
+
+/* A size_t field from 1 to 1G bytes, with an optional K, M or G. */
+static bool
+parse_size (struct command_line *cli, const char *name, const char *value,
+            void *field, GError **error)
+{
   char *end;
   guint64 n = g_ascii_strtoull (value, &end, 10);
   guint64 scale = 1;
 
+  (void) cli;
   switch (g_ascii_toupper (*end)) {
   case 'K': scale = 1024; end++; break;
   case 'M': scale = 1024 * 1024; end++; break;
   case 'G': scale = 1024 * 1024 * 1024; end++; break;
   }
-  if (end == value || *end != '\0' || n == 0 || n > (1ull << 30) / scale) {
-    g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
-                 "invalid %s '%s': expected 1 to 1G bytes, e.g. 65536, 64K or 1M",
-                 name, value);
-    return FALSE;
-  }
-  *out = n * scale;
-  return TRUE;
+  if (end == value || *end != '\0' || n == 0 || n > (1ull << 30) / scale)
+    return usage_error (error, "invalid %s '%s': expected 1 to 1G bytes, e.g. 65536, 64K or 1M",
+                        name, value);
+  *(size_t *) field = n * scale;
+  return true;
 }
 
 /* --keepalive SECS: TCP keepalive probes after SECS idle, then every SECS;
  * ssh:// sessions also send an ssh keepalive every SECS.  Either way three
  * unanswered ones end the connection.  (An optional argument would swallow
  * the ADDRESS that follows.) */
-static gboolean
-parse_keepalive (const char *name, const char *value, gpointer data, GError **error)
+static bool
+parse_keepalive (struct command_line *cli, const char *name, const char *value,
+                 void *field, GError **error)
 {
-  struct connect_options *connect = &((struct ferry_options *) data)->connect;
   char *end;
   guint64 n = g_ascii_strtoull (value, &end, 10);
 
-  (void) name;
-  if (end == value || *end != '\0' || n == 0 || n > 86400) {
-    g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
-                 "invalid --keepalive '%s': expected seconds between keepalives, 1-86400",
-                 value);
-    return FALSE;
+  (void) cli, (void) name;
+  if (end == value || *end != '\0' || n == 0 || n > 86400)
+    return usage_error (error, "invalid --keepalive '%s': expected seconds between "
+                        "keepalives, 1-86400", value);
+  *(unsigned *) field = (unsigned) n;
+  return true;
+}
+
+/* A const char * field; the command line owns the copy. */
+static bool
+parse_string (struct command_line *cli, const char *name, const char *value,
+              void *field, GError **error)
+{
+  char *copy = g_strdup (value);
+
+  (void) name, (void) error;
+  g_ptr_array_add (cli->strings, copy);
+  *(const char **) field = copy;
+  return true;
+}
+
+/* Like parse_string, for a file name: its bytes as given, not converted to
+ * UTF-8 (G_OPTION_FLAG_FILENAME). */
+static bool
+parse_filename (struct command_line *cli, const char *name, const char *value,
+                void *field, GError **error)
+{
+  return parse_string (cli, name, value, field, error);
+}
+
+/* --help's sections: --help-NAME shows one, --help-all every one. */
+enum option_group { GROUP_MAIN, GROUP_RELAY, GROUP_FORWARD, GROUP_SSH, GROUP_NBD, N_GROUPS };
+
+static const struct {
+  const char *name, *title, *help;
+} groups[N_GROUPS] = {
+  [GROUP_RELAY] = { "relay", "Relay options:", "Show relay options" },
+  [GROUP_FORWARD] = { "forward", "Listen and forward options (-l LISTEN TARGET):",
+                      "Show listen and forward options" },
+  [GROUP_SSH] = { "ssh", "ssh options (ssh:// addresses):", "Show ssh options" },
+  [GROUP_NBD] = { "nbd", "NBD options:", "Show NBD options" },
+};
+
+#define FIELD(member) offsetof (struct command_line, member)
+
+static const struct option {
+  const char *long_name;
+  char short_name;
+  enum option_group group;
+  option_parse_fn *parse;
+  size_t field;               /* FIELD (options.x): where parse stores the value */
+  const char *arg;            /* the value's name in --help; NULL for a flag */
+  const char *help;
+} option_table[] = {
+  { "listen", 'l', GROUP_MAIN, parse_set, FIELD (options.listen), NULL,
+    "Listen on ADDRESS and relay a connection with stdio" },
+  { "keep-open", 'k', GROUP_MAIN, parse_set, FIELD (options.keep_listening), NULL,
+    "With -l, accept another connection after each one" },
+  { "readonly", 'r', GROUP_MAIN, parse_set, FIELD (options.readonly), NULL,
+    "With a libvirt URI ADDRESS: the daemon's read-only socket" },
+  { "verbose", 'v', GROUP_MAIN, parse_set, FIELD (options.relay.verbose), NULL,
+    "Print statistics for each direction at exit" },
+  { "version", 'V', GROUP_MAIN, parse_set, FIELD (version), NULL,
+    "Print the version and exit" },
+
+  { "buffer-size", 'b', GROUP_RELAY, parse_size, FIELD (options.relay.buffer_size), "BYTES",
+    "Fixed buffer per direction (default 1M)" },
+  { "no-splice", 0, GROUP_RELAY, parse_clear, FIELD (options.relay.splice), NULL,
+    "Copy through memory instead of splice(2) (also FERRY_NO_SPLICE=1)" },
+  { "sndbuf", 0, GROUP_RELAY, parse_size, FIELD (options.connect.sndbuf), "BYTES",
+    "SO_SNDBUF for the socket(s) (default: the kernel's for TCP, --buffer-size for UNIX)" },
+  { "rcvbuf", 0, GROUP_RELAY, parse_size, FIELD (options.connect.rcvbuf), "BYTES",
+    "SO_RCVBUF for the socket(s) (default: the kernel's)" },
+  { "no-shutdown", 0, GROUP_RELAY, parse_clear, FIELD (options.relay.half_close), NULL,
+    "Do not half-close the socket after stdin EOF" },
+  { "idle-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.relay.idle_timeout), "SECS",
+    "End the relay after SECS without traffic (exit 5)" },
+  { "connect-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.connect.timeout), "SECS",
+    "Give up connecting after SECS" },
+  { "keepalive", 0, GROUP_RELAY, parse_keepalive, FIELD (options.connect.keepalive), "SECS",
+    "Probe an idle peer every SECS (TCP keepalive; ssh keepalive on ssh://); "
+    "3 unanswered end the connection" },
+
+  { "max-connections", 0, GROUP_FORWARD, parse_connections, FIELD (options.max_connections),
+    "N", "With a TARGET, relay at most N connections at once; more wait" },
+  { "exit-idle-time", 0, GROUP_FORWARD, parse_seconds, FIELD (options.exit_idle_time), "SECS",
+    "With a TARGET, exit after SECS without connections" },
+  { "drain-timeout", 0, GROUP_FORWARD, parse_seconds, FIELD (options.drain_timeout), "SECS",
+    "With a TARGET, on SIGTERM give live connections SECS to deliver (default 10)" },
+
+  { "remote-helper", 0, GROUP_SSH, parse_string, FIELD (options.connect.remote_helper),
+    "PROGRAM", "ssh:// exec mode: the program run on the server (default ferry)" },
+  { "ask-password", 0, GROUP_SSH, parse_set, FIELD (options.connect.ask_password), NULL,
+    "ssh://: also try password and keyboard-interactive authentication, "
+    "prompting on the terminal" },
+
+  { "nbd", 0, GROUP_NBD, parse_set, FIELD (options.relay.nbd.enabled), NULL,
+    "Parse the traffic as NBD: check it, count it (exit 6 on a violation)" },
+  { "nbd-readonly", 0, GROUP_NBD, parse_set, FIELD (options.relay.nbd.readonly), NULL,
+    "Like --nbd, and refuse writes (EPERM); the export shows read-only" },
+  { "stats-interval", 0, GROUP_NBD, parse_seconds, FIELD (options.relay.nbd.stats_interval),
+    "SECS", "With --nbd, print stats every SECS too, not only at the end" },
+  { "stats-file", 0, GROUP_NBD, parse_filename, FIELD (options.relay.nbd.stats_file), "FILE",
+    "With --nbd, append stats to FILE instead of stderr" },
+  { "nbd-greeting-timeout", 0, GROUP_NBD, parse_seconds,
+    FIELD (options.relay.nbd.greeting_timeout), "SECS",
+    "With --nbd, give up if the server has not greeted in SECS (default 30; 0: never)" },
+};
+G_STATIC_ASSERT (G_N_ELEMENTS (option_table) <= MAX_OPTIONS);
+
+static const struct option *
+option_named (const char *name)
+{
+  for (size_t i = 0; i < G_N_ELEMENTS (option_table); i++) {
+    const struct option *o = &option_table[i];
+    if (g_str_has_prefix (name, "--") ? strcmp (name + 2, o->long_name) == 0
+                                      : name[1] == o->short_name)
+      return o;
   }
-  connect->keepalive = (unsigned) n;
-  return TRUE;
+  g_assert_not_reached ();
+}
+
+static bool
+given (const struct command_line *cli, const char *long_name)
+{
+  for (size_t i = 0; i < G_N_ELEMENTS (option_table); i++)
+    if (strcmp (option_table[i].long_name, long_name) == 0)
+      return cli->given[i];
+  g_assert_not_reached ();
+}
+
+/* Every entry's GOptionEntry callback: @name is as typed, "-b" or "--buffer-size". */
+static gboolean
+on_option (const char *name, const char *value, gpointer data, GError **error)
+{
+  struct command_line *cli = data;
+  const struct option *o = option_named (name);
+
+  cli->given[o - option_table] = true;
+  return o->parse (cli, name, value, (char *) cli + o->field, error);
+}
+
+static GOptionGroup *
+option_group_new (struct command_line *cli, enum option_group group)
+{
+  GOptionEntry entries[MAX_OPTIONS + 1] = { { NULL } };
+  size_t n = 0;
+  GOptionGroup *g = group == GROUP_MAIN
+    ? g_option_group_new ("ferry", "ferry options", "ferry options", cli, NULL)
+    : g_option_group_new (groups[group].name, groups[group].title, groups[group].help,
+                          cli, NULL);
+
+  for (size_t i = 0; i < G_N_ELEMENTS (option_table); i++) {
+    const struct option *o = &option_table[i];
+    if (o->group != group)
+      continue;
+    entries[n++] = (GOptionEntry) {
+      .long_name = o->long_name, .short_name = o->short_name,
+      .flags = (o->arg ? 0 : G_OPTION_FLAG_NO_ARG)
+             | (o->parse == parse_filename ? G_OPTION_FLAG_FILENAME : 0),
+      .arg = G_OPTION_ARG_CALLBACK, .arg_data = on_option,
+      .description = o->help, .arg_description = o->arg,
+    };
+  }
+  g_option_group_add_entries (g, entries);   /* copies @entries */
+  return g;
+}
+
+/* Fills @cli from the command line, or fails with glib's message or a
+ * parse_* function's. */
+static bool
+parse_argv (struct command_line *cli, int argc, char **argv, GError **error)
+{
+  g_autoptr (GOptionContext) context =
+    g_option_context_new ("ADDRESS | -l LISTEN [TARGET] - relay stdin/stdout "
+                          "(or accepted connections) to a socket, losing nothing");
+
+  g_option_context_set_description (context, description);
+  g_option_context_set_main_group (context, option_group_new (cli, GROUP_MAIN));
+  for (enum option_group group = GROUP_MAIN + 1; group < N_GROUPS; group++)
+    g_option_context_add_group (context, option_group_new (cli, group));
+  if (!g_option_context_parse (context, &argc, &argv, error))
+    return false;
+  cli->args = argv + 1;
+  cli->n_args = argc - 1;
+  return true;
+}
+
+/* Every usage error that involves more than one option or argument, then
+ * the options that follow from the arguments: where to connect or listen. */
+static bool
+validate (struct command_line *cli, GError **error)
+{
+  struct ferry_options *options = &cli->options;
+  bool activated;
+
+  if (!socket_activation_take (&options->activation, error))
+    return false;
+  activated = options->activation.n_fds > 0;
+  if (cli->n_args < 1)
+    return usage_error (error, "missing ADDRESS (see --help)");
+  if (activated && (options->listen || cli->n_args > 1))
+    return usage_error (error, "socket-activated (LISTEN_FDS=%d): expected "
+                        "'ferry [OPTIONS] TARGET', without -l", options->activation.n_fds);
+  if (cli->n_args > 2 || (cli->n_args > 1 && !options->listen))
+    return usage_error (error, "unexpected argument '%s': expected ADDRESS, or "
+                        "-l LISTEN [TARGET] (see --help)", cli->args[options->listen ? 2 : 1]);
+  if (options->keep_listening && !options->listen && !activated)
+    return usage_error (error, "-k/--keep-open needs -l/--listen");
+
+  if (activated) {
+    options->listen = true;
+    options->target = cli->args[0];
+  } else {
+    options->address = cli->args[0];
+    options->target = cli->n_args > 1 ? cli->args[1] : NULL;
+  }
+  /* -r picks a libvirt daemon's socket: the address ferry connects to. */
+  const char *connects_to = options->target ? options->target : options->address;
+  if (options->readonly && !virt_uri_matches (connects_to))
+    return usage_error (error, "-r/--readonly needs a libvirt URI ADDRESS, not '%s'",
+                        connects_to);
+  if (options->target == NULL &&
+      (options->max_connections || options->exit_idle_time || given (cli, "drain-timeout")))
+    return usage_error (error, "--max-connections, --exit-idle-time and --drain-timeout "
+                        "need -l LISTEN TARGET (or socket activation)");
+  if (options->relay.nbd.readonly)
+    options->relay.nbd.enabled = true;
+  if (!options->relay.nbd.enabled &&
+      (options->relay.nbd.stats_interval || options->relay.nbd.stats_file))
+    return usage_error (error, "--stats-interval and --stats-file need --nbd");
+  return true;
 }
 
 static const struct personality {
@@ -134,17 +450,27 @@ find_personality (const char *name)
   return NULL;
 }
 
-static bool
-parse_count (const char *option, int value, const char *unit, unsigned *out,
-             GError **error)
+/* Run as a link named after a personality, or as "ferry --compat=NAME":
+ * returns that personality's exit code, or -1 for ferry's own command line. */
+static int
+run_personality (int argc, char **argv)
 {
-  if (value < 0) {
-    g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
-                 "invalid %s '%d': expected a number of %s >= 0", option, value, unit);
-    return false;
+  g_autofree char *base = g_path_get_basename (argv[0]);
+  const struct personality *personality = find_personality (base);
+
+  if (personality)
+    return personality->main (argc, argv);
+  if (argc < 2 || !g_str_has_prefix (argv[1], "--compat="))
+    return -1;
+  g_set_prgname ("ferry");
+  personality = find_personality (argv[1] + strlen ("--compat="));
+  if (personality == NULL) {
+    ferry_error ("unknown %s: expected --compat=nc or --compat=virt-ssh-helper", argv[1]);
+    return FERRY_EXIT_USAGE;
   }
-  *out = (unsigned) value;
-  return true;
+  /* The personality sees its own name as argv[0]. */
+  argv[1] = (char *) personality->name;
+  return personality->main (argc - 1, argv + 1);
 }
 
 /* A closed stdin, stdout or stderr would be taken by the next fd ferry
@@ -167,185 +493,30 @@ reserve_stdio_fds (void)
 int
 main (int argc, char **argv)
 {
-  struct ferry_options options;
-  gboolean listen = FALSE, keep = FALSE, no_shutdown = FALSE, ask_password = FALSE;
-  gboolean verbose = FALSE, version = FALSE, no_splice = FALSE, readonly = FALSE;
-  gboolean nbd = FALSE, nbd_readonly = FALSE;
-  int stats_interval = 0, greeting_timeout = FERRY_DEFAULT_NBD_GREETING_TIMEOUT;
-  char *stats_file = NULL;
-  int idle_timeout = 0, connect_timeout = 0;
-  int max_connections = 0, exit_idle_time = 0, drain_timeout = -1;
-  bool activated;
-  int rc;
+  struct command_line cli = { .strings = g_ptr_array_new_with_free_func (g_free) };
   g_autoptr (GError) error = NULL;
-  g_autoptr (GOptionContext) context = NULL;
+  int rc;
 
   reserve_stdio_fds ();
   setlocale (LC_ALL, "");
-  g_autofree char *base = g_path_get_basename (argv[0]);
-  const struct personality *personality = find_personality (base);
-  if (personality)
-    return personality->main (argc, argv);
+  rc = run_personality (argc, argv);
+  if (rc >= 0)
+    return rc;
   g_set_prgname ("ferry");
-  if (argc >= 2 && g_str_has_prefix (argv[1], "--compat=")) {
-    personality = find_personality (argv[1] + strlen ("--compat="));
-    if (personality == NULL) {
-      ferry_error ("unknown %s: expected --compat=nc or --compat=virt-ssh-helper", argv[1]);
-      return FERRY_EXIT_USAGE;
-    }
-    /* The personality sees its own name as argv[0]. */
-    argv[1] = (char *) personality->name;
-    return personality->main (argc - 1, argv + 1);
-  }
-  ferry_options_init (&options);
-
-  GOptionEntry entries[] = {
-    { "listen", 'l', 0, G_OPTION_ARG_NONE, &listen,
-      "Listen on ADDRESS and relay a connection with stdio", NULL },
-    { "keep-open", 'k', 0, G_OPTION_ARG_NONE, &keep,
-      "With -l, accept another connection after each one", NULL },
-    { "buffer-size", 'b', 0, G_OPTION_ARG_CALLBACK, parse_size,
-      "Fixed buffer per direction (default 1M)", "BYTES" },
-    { "no-splice", 0, 0, G_OPTION_ARG_NONE, &no_splice,
-      "Copy through memory instead of splice(2) (also FERRY_NO_SPLICE=1)", NULL },
-    { "sndbuf", 0, 0, G_OPTION_ARG_CALLBACK, parse_size,
-      "SO_SNDBUF for the socket(s) (default: the kernel's for TCP, --buffer-size for UNIX)", "BYTES" },
-    { "rcvbuf", 0, 0, G_OPTION_ARG_CALLBACK, parse_size,
-      "SO_RCVBUF for the socket(s) (default: the kernel's)", "BYTES" },
-    { "no-shutdown", 0, 0, G_OPTION_ARG_NONE, &no_shutdown,
-      "Do not half-close the socket after stdin EOF", NULL },
-    { "idle-timeout", 0, 0, G_OPTION_ARG_INT, &idle_timeout,
-      "End the relay after SECS without traffic (exit 5)", "SECS" },
-    { "connect-timeout", 0, 0, G_OPTION_ARG_INT, &connect_timeout,
-      "Give up connecting after SECS", "SECS" },
-    { "max-connections", 0, 0, G_OPTION_ARG_INT, &max_connections,
-      "With a TARGET, relay at most N connections at once; more wait", "N" },
-    { "exit-idle-time", 0, 0, G_OPTION_ARG_INT, &exit_idle_time,
-      "With a TARGET, exit after SECS without connections", "SECS" },
-    { "drain-timeout", 0, 0, G_OPTION_ARG_INT, &drain_timeout,
-      "With a TARGET, on SIGTERM give live connections SECS to deliver (default 10)",
-      "SECS" },
-    { "keepalive", 0, 0, G_OPTION_ARG_CALLBACK, parse_keepalive,
-      "Probe an idle peer every SECS (TCP keepalive; ssh keepalive on ssh://); "
-      "3 unanswered end the connection", "SECS" },
-    { "remote-helper", 0, 0, G_OPTION_ARG_STRING, &options.connect.remote_helper,
-      "ssh:// exec mode: the program run on the server (default ferry)", "PROGRAM" },
-    { "ask-password", 0, 0, G_OPTION_ARG_NONE, &ask_password,
-      "ssh://: also try password and keyboard-interactive authentication, "
-      "prompting on the terminal", NULL },
-    { "readonly", 'r', 0, G_OPTION_ARG_NONE, &readonly,
-      "With a libvirt URI ADDRESS: the daemon's read-only socket", NULL },
-    { "nbd", 0, 0, G_OPTION_ARG_NONE, &nbd,
-      "Parse the traffic as NBD: check it, count it (exit 6 on a violation)", NULL },
-    { "nbd-readonly", 0, 0, G_OPTION_ARG_NONE, &nbd_readonly,
-      "Like --nbd, and refuse writes (EPERM); the export shows read-only", NULL },
-    { "stats-interval", 0, 0, G_OPTION_ARG_INT, &stats_interval,
-      "With --nbd, print stats every SECS too, not only at the end", "SECS" },
-    { "stats-file", 0, 0, G_OPTION_ARG_FILENAME, &stats_file,
-      "With --nbd, append stats to FILE instead of stderr", "FILE" },
-    { "nbd-greeting-timeout", 0, 0, G_OPTION_ARG_INT, &greeting_timeout,
-      "With --nbd, give up if the server has not greeted in SECS (default 30; 0: never)",
-      "SECS" },
-    { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose,
-      "Print statistics for each direction at exit", NULL },
-    { "version", 'V', 0, G_OPTION_ARG_NONE, &version,
-      "Print the version and exit", NULL },
-    { NULL },
-  };
-
-  context = g_option_context_new ("ADDRESS | -l LISTEN [TARGET] - relay stdin/stdout "
-                                  "(or accepted connections) to a socket, losing nothing");
-  g_option_context_set_description (context, description);
-  /* Option callbacks receive the group's data: the options they set. */
-  GOptionGroup *group = g_option_group_new ("ferry", "ferry options", "ferry options",
-                                            &options, NULL);
-  g_option_group_add_entries (group, entries);
-  g_option_context_set_main_group (context, group);
-
-  if (!g_option_context_parse (context, &argc, &argv, &error)) {
-    ferry_error ("%s", error->message);
-    return FERRY_EXIT_USAGE;
-  }
-  if (version) {
+  ferry_options_init (&cli.options);
+  if (!parse_argv (&cli, argc, argv, &error)) {
+    rc = FERRY_EXIT_USAGE;
+  } else if (cli.version) {
     printf ("ferry %s\n", PACKAGE_VERSION);
-    return FERRY_EXIT_OK;
-  }
-  if (!socket_activation_take (&options.activation, &error)) {
-    ferry_error ("%s", error->message);
-    return FERRY_EXIT_USAGE;
-  }
-  activated = options.activation.n_fds > 0;
-  if (argc < 2) {
-    ferry_error ("missing ADDRESS (see --help)");
-    return FERRY_EXIT_USAGE;
-  }
-  if (activated && (listen || argc > 2)) {
-    ferry_error ("socket-activated (LISTEN_FDS=%d): expected 'ferry [OPTIONS] TARGET', "
-                 "without -l", options.activation.n_fds);
-    return FERRY_EXIT_USAGE;
-  }
-  if (argc > 3 || (argc > 2 && !listen)) {
-    ferry_error ("unexpected argument '%s': expected ADDRESS, or -l LISTEN [TARGET] "
-                 "(see --help)", argv[listen ? 3 : 2]);
-    return FERRY_EXIT_USAGE;
-  }
-  if (!parse_count ("--idle-timeout", idle_timeout, "seconds",
-                    &options.relay.idle_timeout, &error) ||
-      !parse_count ("--connect-timeout", connect_timeout, "seconds",
-                    &options.connect.timeout, &error) ||
-      !parse_count ("--max-connections", max_connections, "connections",
-                    &options.max_connections, &error) ||
-      !parse_count ("--exit-idle-time", exit_idle_time, "seconds",
-                    &options.exit_idle_time, &error) ||
-      !parse_count ("--stats-interval", stats_interval, "seconds",
-                    &options.relay.nbd.stats_interval, &error) ||
-      !parse_count ("--nbd-greeting-timeout", greeting_timeout, "seconds",
-                    &options.relay.nbd.greeting_timeout, &error) ||
-      (drain_timeout != -1 &&
-       !parse_count ("--drain-timeout", drain_timeout, "seconds",
-                     &options.drain_timeout, &error))) {
-    ferry_error ("%s", error->message);
-    return FERRY_EXIT_USAGE;
-  }
-  if (keep && !listen && !activated) {
-    ferry_error ("-k/--keep-open needs -l/--listen");
-    return FERRY_EXIT_USAGE;
-  }
-
-  if (activated) {
-    options.listen = true;
-    options.target = argv[1];
+    rc = FERRY_EXIT_OK;
+  } else if (!validate (&cli, &error)) {
+    rc = FERRY_EXIT_USAGE;
   } else {
-    options.address = argv[1];
-    options.listen = listen;
-    options.target = argc > 2 ? argv[2] : NULL;
+    rc = ferry_run (&cli.options);
   }
-  /* -r picks a libvirt daemon's socket: the address ferry connects to. */
-  const char *connects_to = options.target ? options.target : options.address;
-  if (readonly && !virt_uri_matches (connects_to)) {
-    ferry_error ("-r/--readonly needs a libvirt URI ADDRESS, not '%s'", connects_to);
-    return FERRY_EXIT_USAGE;
-  }
-  if (options.target == NULL && (max_connections || exit_idle_time || drain_timeout != -1)) {
-    ferry_error ("--max-connections, --exit-idle-time and --drain-timeout need "
-                 "-l LISTEN TARGET (or socket activation)");
-    return FERRY_EXIT_USAGE;
-  }
-  options.keep_listening = keep;
-  options.relay.half_close = !no_shutdown;
-  if (no_splice)
-    options.relay.splice = false;
-  options.relay.verbose = verbose;
-  options.relay.nbd.enabled = nbd || nbd_readonly;
-  options.relay.nbd.readonly = nbd_readonly;
-  options.relay.nbd.stats_file = stats_file;
-  if (!options.relay.nbd.enabled && (stats_interval || stats_file)) {
-    ferry_error ("--stats-interval and --stats-file need --nbd");
-    return FERRY_EXIT_USAGE;
-  }
-  options.readonly = readonly;
-  options.connect.ask_password = ask_password;
-  rc = ferry_run (&options);
-  socket_activation_clear (&options.activation);
+  if (error)
+    ferry_error ("%s", error->message);
+  socket_activation_clear (&cli.options.activation);
+  g_ptr_array_unref (cli.strings);
   return rc;
 }

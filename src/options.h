@@ -30,9 +30,4 @@ struct ferry_options {
   struct connect_options connect;
 };
 
-void ferry_options_init (struct ferry_options *options);
-
-/* Run the relay(s) the options describe; returns the exit code. */
-int ferry_run (const struct ferry_options *options);
-
 #endif

@@ -1,7 +1,7 @@
 /* ferry: running the relays the command line asked for, on one main loop. */
 #include <config.h>
 
-#include "options.h"
+#include "run.h"
 
 #include <signal.h>
 #include <sys/socket.h>

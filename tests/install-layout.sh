@@ -2,7 +2,7 @@
 # meson install: ferry and its man page by default; with -Dcompat_links=true
 # also nc and virt-ssh-helper links to ferry in LIBEXECDIR/ferry, which run
 # the personalities.  The man page renders without warnings and documents
-# every option of ferry --help.
+# every option of ferry --help-all.
 . "$(dirname "$0")/lib.sh"
 need meson ninja
 : "${FERRY_SOURCE_ROOT:?}" "${FERRY_BUILD_ROOT:?}"
@@ -36,8 +36,8 @@ if command -v groff >/dev/null; then
     groff -man -Tascii -ww -rHY=0 -rLL=200n "$T/default$prefix/share/man/man1/ferry.1" 2>"$T/warn" |
         col -b > "$T/man.txt"
     [ ! -s "$T/warn" ] || fail "groff warnings: $(cat "$T/warn")"
-    # Every option ferry --help lists is in the man page.
-    for opt in $("$FERRY" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+    # Every option ferry --help-all lists is in the man page.
+    for opt in $("$FERRY" --help-all | grep -o -- '--[a-z][a-z-]*' | sort -u); do
         grep -q -- "$opt" "$T/man.txt" || fail "ferry.1 does not document $opt"
     done
 fi
