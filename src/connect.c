@@ -17,28 +17,45 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <glib-unix.h>
+
 #include "endpoint-fd.h"
 #include "endpoint-ssh.h"
 #include "error.h"
 
-void
-socket_set_buffers (int fd, const struct connect_options *opts)
+static void
+set_int_option (int fd, int level, int name, int value)
 {
-  int size;
+  /* A refusal is not an error: the kernel's setting stands. */
+  setsockopt (fd, level, name, &value, sizeof value);
+}
+
+void
+socket_setup (int fd, const struct connect_options *opts)
+{
   struct sockaddr_storage addr;
   socklen_t len = sizeof addr;
+  int family = getsockname (fd, (struct sockaddr *) &addr, &len) == 0 ? addr.ss_family
+                                                                      : AF_UNSPEC;
+  bool tcp = family == AF_INET || family == AF_INET6;
 
-  if (opts->sndbuf > 0) {
-    size = (int) opts->sndbuf;
-    setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-  } else if (opts->unix_sndbuf > 0 && getsockname (fd, (struct sockaddr *) &addr, &len) == 0 &&
-             addr.ss_family == AF_UNIX) {
-    size = (int) MIN (opts->unix_sndbuf, G_MAXINT / 2);
-    setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-  }
-  if (opts->rcvbuf > 0) {
-    size = (int) opts->rcvbuf;
-    setsockopt (fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  fcntl (fd, F_SETFD, FD_CLOEXEC);
+  g_unix_set_fd_nonblocking (fd, TRUE, NULL);
+  if (opts->sndbuf > 0)
+    set_int_option (fd, SOL_SOCKET, SO_SNDBUF, (int) opts->sndbuf);
+  else if (opts->unix_sndbuf > 0 && family == AF_UNIX)
+    set_int_option (fd, SOL_SOCKET, SO_SNDBUF, (int) MIN (opts->unix_sndbuf, G_MAXINT / 2));
+  if (opts->rcvbuf > 0)
+    set_int_option (fd, SOL_SOCKET, SO_RCVBUF, (int) opts->rcvbuf);
+  if (!tcp)
+    return;
+  /* Small writes (NBD headers, RPC calls) must not wait for an ACK. */
+  set_int_option (fd, IPPROTO_TCP, TCP_NODELAY, 1);
+  if (opts->keepalive > 0) {
+    set_int_option (fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+    set_int_option (fd, IPPROTO_TCP, TCP_KEEPIDLE, (int) opts->keepalive);
+    set_int_option (fd, IPPROTO_TCP, TCP_KEEPINTVL, (int) opts->keepalive);
+    set_int_option (fd, IPPROTO_TCP, TCP_KEEPCNT, FERRY_KEEPALIVE_PROBES);
   }
 }
 
@@ -61,7 +78,6 @@ connect_unix (const struct address *a, const struct connect_options *opts,
     set_connect_error (error, a, g_strerror (errno));
     return NULL;
   }
-  socket_set_buffers (fd, opts);
   /* Blocking connect: a non-blocking one fails at once with EAGAIN when
    * the listener's backlog is full.  SO_SNDTIMEO bounds the wait. */
   if (opts->timeout > 0) {
@@ -80,6 +96,7 @@ connect_unix (const struct address *a, const struct connect_options *opts,
     struct timeval none = { 0 };
     setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
   }
+  socket_setup (fd, opts);
   return endpoint_socket_new (fd, address_display_name (a));
 }
 
@@ -97,7 +114,7 @@ connect_tcp_one (const struct addrinfo *ai, const struct connect_options *opts,
   if (fd < 0)
     return -1;
   /* Before connect, so TCP's window scale can reflect SO_RCVBUF. */
-  socket_set_buffers (fd, opts);
+  socket_setup (fd, opts);
   if (connect (fd, ai->ai_addr, ai->ai_addrlen) == 0)
     return fd;
   if (errno != EINPROGRESS) {
@@ -136,7 +153,7 @@ connect_tcp (const struct address *a, const struct connect_options *opts,
   };
   struct addrinfo *list = NULL;
   int timeout_ms = opts->timeout > 0 ? (int) opts->timeout * 1000 : -1;
-  int fd = -1, err = 0, one = 1;
+  int fd = -1, err = 0;
   int r = getaddrinfo (a->host, a->port, &hints, &list);
 
   if (r != 0) {
@@ -153,15 +170,6 @@ connect_tcp (const struct address *a, const struct connect_options *opts,
   if (fd < 0) {
     set_connect_error (error, a, g_strerror (err));
     return NULL;
-  }
-  /* Small writes (NBD headers, RPC calls) must not wait for an ACK. */
-  setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (opts->keepalive > 0) {
-    int secs = (int) opts->keepalive, count = 3;
-    setsockopt (fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-    setsockopt (fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof secs);
-    setsockopt (fd, IPPROTO_TCP, TCP_KEEPINTVL, &secs, sizeof secs);
-    setsockopt (fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
   }
   return endpoint_socket_new (fd, a->text);
 }
@@ -181,8 +189,7 @@ adopt_fd (const struct address *a, const struct connect_options *opts,
     set_connect_error (error, a, "not a stream socket");
     return NULL;
   }
-  fcntl (a->fd, F_SETFD, FD_CLOEXEC);
-  socket_set_buffers (a->fd, opts);
+  socket_setup (a->fd, opts);
   return endpoint_socket_new (a->fd, a->text);
 }
 

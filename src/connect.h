@@ -26,10 +26,18 @@ struct connect_options {
                                  ferry_run() */
 };
 
-/* Apply @options' socket buffer sizes to the socket @fd (connected, being
- * connected, or accepted).  A refusal is not an error: the kernel's size
- * stands (and it caps SO_SNDBUF at net.core.wmem_max). */
-void socket_set_buffers (int fd, const struct connect_options *options);
+/* Unanswered TCP keepalive probes that end a connection (--keepalive). */
+#define FERRY_KEEPALIVE_PROBES 3
+
+/* Every option of a socket ferry relays on, in one place (as OpenBSD
+ * netcat's set_common_sockopts()): close-on-exec, non-blocking, @options'
+ * SO_SNDBUF / SO_RCVBUF, and on TCP, TCP_NODELAY and --keepalive.  For a
+ * socket ferry connects (before connect() for TCP, so that the window
+ * scale reflects SO_RCVBUF; after it for UNIX, whose connect blocks),
+ * accepts (listen.c) or inherits (fd:N).  A refused option is not an
+ * error: the kernel's setting stands (it caps SO_SNDBUF at
+ * net.core.wmem_max). */
+void socket_setup (int fd, const struct connect_options *options);
 
 /* Returns a connected endpoint, or NULL with a FERRY_EXIT_CONNECT error
  * ("cannot connect to 'NAME': REASON"). */

@@ -262,7 +262,6 @@ endpoint_socket_new (int fd, const char *name)
 
   fe->is_socket = true;
   fe->base.name = g_strdup (name);
-  set_nonblocking (fd, NULL);
   return &fe->base;
 }
 

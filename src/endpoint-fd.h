@@ -4,7 +4,8 @@
 
 #include "endpoint.h"
 
-/* A connected socket; takes ownership of @fd.  shutdown_write half-closes it. */
+/* A connected socket, set up by socket_setup() (non-blocking); takes
+ * ownership of @fd.  shutdown_write half-closes it. */
 struct endpoint *endpoint_socket_new (int fd, const char *name);
 
 /* ferry's own stdin and stdout.  shutdown_write closes stdout (fd 1 is

@@ -204,7 +204,6 @@ connection_start (gpointer data)
     return G_SOURCE_REMOVE;
   }
   config.label = c->peer;
-  socket_set_buffers (c->fd, &f->options->connect);
   c->relay = relay_new (endpoint_socket_new (c->fd, "client"), remote, &config,
                         on_relay_done, c);
   return G_SOURCE_REMOVE;
@@ -341,13 +340,13 @@ forward_new (const struct ferry_options *options, const struct address *listen_a
   if (f->dialer && dialer_is_thread_safe (f->dialer))
     f->workers = worker_pool_new (g_get_num_processors ());
   if (f->dialer && listen_at) {
-    l = listener_new (listen_at, options->connect.family, on_accept, f, &err);
+    l = listener_new (listen_at, &options->connect, on_accept, f, &err);
     if (l)
       g_ptr_array_add (f->listeners, l);
   }
   for (int i = 0; f->dialer && listen_at == NULL && i < sa->n_fds && err == NULL; i++) {
     l = listener_new_from_fd (SOCKET_ACTIVATION_FIRST_FD + i, sa->names[i],
-                              on_accept, f, &err);
+                              &options->connect, on_accept, f, &err);
     if (l)
       g_ptr_array_add (f->listeners, l);
   }

@@ -19,6 +19,7 @@
 
 #include <glib-unix.h>
 
+#include "connect.h"
 #include "error.h"
 #include "gsource-release.h"
 #include "message.h"
@@ -31,7 +32,7 @@ struct listener {
   int fd;
   char *name;                 /* for messages */
   char *unlink_path;          /* the socket file we created, removed at free */
-  bool is_tcp;
+  const struct connect_options *options;  /* for socket_setup() of accepted sockets */
   bool wanted;                /* accepting, as last asked (resume / pause) */
   GSource *watch;             /* while wanted and not backing off */
   GSource *retry;             /* backing off after running out of fds */
@@ -159,7 +160,6 @@ listen_tcp (struct listener *l, const struct address *a, int family, GError **er
   freeaddrinfo (list);
   if (fd < 0)
     set_listen_error (error, l->name, err);
-  l->is_tcp = true;
   return fd;
 }
 
@@ -186,10 +186,7 @@ on_acceptable (int fd, GIOCondition cond, gpointer data)
       ferry_error ("cannot accept on '%s': %s", l->name, g_strerror (errno));
     return G_SOURCE_CONTINUE;
   }
-  if (l->is_tcp) {
-    int one = 1;
-    setsockopt (conn, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  }
+  socket_setup (conn, l->options);
   g_autofree char *peer = g_strdup_printf ("connection %" G_GUINT64_FORMAT " on %s",
                                            ++l->accepted, l->name);
   l->accept_cb (conn, peer, l->data);
@@ -245,22 +242,24 @@ listener_pause (struct listener *l)
 }
 
 static struct listener *
-listener_alloc (const char *name, listener_accept_fn accept_cb, void *data)
+listener_alloc (const char *name, const struct connect_options *options,
+                listener_accept_fn accept_cb, void *data)
 {
   struct listener *l = g_new0 (struct listener, 1);
 
   l->fd = -1;
   l->name = g_strdup (name);
+  l->options = options;
   l->accept_cb = accept_cb;
   l->data = data;
   return l;
 }
 
 struct listener *
-listener_new (const struct address *a, int family, listener_accept_fn accept_cb,
-              void *data, GError **error)
+listener_new (const struct address *a, const struct connect_options *options,
+              listener_accept_fn accept_cb, void *data, GError **error)
 {
-  g_autoptr (FerryListener) l = listener_alloc (address_display_name (a),
+  g_autoptr (FerryListener) l = listener_alloc (address_display_name (a), options,
                                                 accept_cb, data);
 
   switch (a->kind) {
@@ -268,7 +267,7 @@ listener_new (const struct address *a, int family, listener_accept_fn accept_cb,
     l->fd = listen_unix (l, a, error);
     break;
   case ADDRESS_TCP:
-    l->fd = listen_tcp (l, a, family, error);
+    l->fd = listen_tcp (l, a, options->family, error);
     break;
   case ADDRESS_FD:
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
@@ -290,13 +289,11 @@ listener_new (const struct address *a, int family, listener_accept_fn accept_cb,
 }
 
 struct listener *
-listener_new_from_fd (int fd, const char *name, listener_accept_fn accept_cb,
-                      void *data, GError **error)
+listener_new_from_fd (int fd, const char *name, const struct connect_options *options,
+                      listener_accept_fn accept_cb, void *data, GError **error)
 {
-  g_autoptr (FerryListener) l = listener_alloc (name, accept_cb, data);
-  struct sockaddr_storage ss;
-  socklen_t len = sizeof ss;
-  int listening = 0, type = 0, flags;
+  g_autoptr (FerryListener) l = listener_alloc (name, options, accept_cb, data);
+  int listening = 0, type = 0;
   socklen_t optlen = sizeof listening;
 
   if (getsockopt (fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optlen) < 0) {
@@ -311,12 +308,8 @@ listener_new_from_fd (int fd, const char *name, listener_accept_fn accept_cb,
     return NULL;
   }
   l->fd = fd;
-  l->is_tcp = getsockname (fd, (struct sockaddr *) &ss, &len) == 0 &&
-              (ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
   fcntl (fd, F_SETFD, FD_CLOEXEC);
-  flags = fcntl (fd, F_GETFL);
-  if (flags >= 0)
-    fcntl (fd, F_SETFL, flags | O_NONBLOCK);
+  g_unix_set_fd_nonblocking (fd, TRUE, NULL);
   listener_resume (l);
   return g_steal_pointer (&l);
 }

@@ -5,16 +5,21 @@
 #include <glib.h>
 
 #include "address.h"
+#include "connect.h"
 
 struct listener;
 
-/* @fd is a new connected socket, owned by the callee; @peer names it. */
+/* @fd is a new connected socket, set up by socket_setup(), owned by the
+ * callee; @peer names it. */
 typedef void (*listener_accept_fn) (int fd, const char *peer, void *data);
 
-/* Bind and listen on @address, and start accepting.  A UNIX socket file
+/* Bind and listen on @address (TCP: of @options->family), and start
+ * accepting; accepted sockets get @options (which must outlive the
+ * listener) through socket_setup().  A UNIX socket file
  * left behind by a dead listener is replaced; a live one is an error.
  * Returns NULL with a FERRY_EXIT_CONNECT error ("cannot listen on ..."). */
-struct listener *listener_new (const struct address *address, int family,
+struct listener *listener_new (const struct address *address,
+                               const struct connect_options *options,
                                listener_accept_fn accept_cb, void *data,
                                GError **error);
 
@@ -23,6 +28,7 @@ struct listener *listener_new (const struct address *address, int family,
  * Returns NULL with a FERRY_EXIT_CONNECT error if @fd is not a listening
  * stream socket. */
 struct listener *listener_new_from_fd (int fd, const char *name,
+                                       const struct connect_options *options,
                                        listener_accept_fn accept_cb, void *data,
                                        GError **error);
 

@@ -80,7 +80,6 @@ on_accept (int fd, const char *peer, void *data)
 
   /* stdio serves one connection at a time. */
   listener_pause (run->listener);
-  socket_set_buffers (fd, &run->options->connect);
   start_stdio_relay (run, endpoint_socket_new (fd, peer));
 }
 
@@ -135,8 +134,7 @@ ferry_run (const struct ferry_options *requested)
   if (target) {
     run.forward = forward_new (options, address, target, on_forward_done, &run, &error);
   } else if (options->listen) {
-    run.listener = listener_new (address, options->connect.family, on_accept,
-                                 &run, &error);
+    run.listener = listener_new (address, &options->connect, on_accept, &run, &error);
   } else {
     struct endpoint *remote = connect_address (address, &options->connect, &error);
     if (remote)

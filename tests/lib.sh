@@ -146,6 +146,18 @@ reexec_in_mount_ns () {  # ARGS...
     FERRY_TEST_MOUNT_NS=1 exec unshare -m --propagation private bash "$0" "$@"
 }
 
+# Re-run the calling test in a private network namespace (only lo, up), so
+# it may create interfaces and routes that vanish with it.  Call it first
+# thing after sourcing lib.sh; inside, FERRY_TEST_NET_NS=1.
+reexec_in_net_ns () {  # ARGS...
+    [ -n "${FERRY_TEST_NET_NS:-}" ] && { ip link set lo up; return 0; }
+    need unshare ip
+    unshare -n true 2>/dev/null || skip "cannot create a network namespace (needs root)"
+    trap - EXIT
+    rm -rf "$T"
+    FERRY_TEST_NET_NS=1 exec unshare -n bash "$0" "$@"
+}
+
 # UNIX socket files that exist but refuse connections (bound, never
 # listened on): enough for code that only checks that a socket exists.
 fake_socket () {  # PATH...
