@@ -14,9 +14,7 @@
 static bool
 fail (GError **error, const char *text, const char *reason)
 {
-  g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
-               "invalid address '%s': %s", text, reason);
-  return false;
+  return ferry_set_error (error, FERRY_EXIT_USAGE, "invalid address '%s': %s", text, reason);
 }
 
 static bool
@@ -131,7 +129,6 @@ parse_ssh_param (struct address *a, const char *param, GError **error)
     for (size_t i = 0; i < G_N_ELEMENTS (names); i++)
       if (strcmp (value, names[i]) == 0) {
         ssh->verify = (enum ssh_verify) i;
-        ssh->verify_set = true;
         return true;
       }
     return fail (error, a->text, "known_hosts_verify= must be normal, auto or ignore");

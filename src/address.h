@@ -51,8 +51,9 @@ struct address_ssh {
   enum ssh_proxy proxy;
   char *keyfile;              /* keyfile=: identity tried after the agent; NULL: ~/.ssh/id_* */
   char *known_hosts;          /* known_hosts=: NULL means ~/.ssh/known_hosts */
-  enum ssh_verify verify;
-  bool verify_set;            /* known_hosts_verify= was given (wins over ~/.ssh/config) */
+  enum ssh_verify verify;     /* known_hosts_verify=; only it relaxes the host key
+                                 check (~/.ssh/config's StrictHostKeyChecking
+                                 does not) */
 };
 
 struct address {

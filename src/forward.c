@@ -19,8 +19,7 @@
 
 struct forward {
   const struct ferry_options *options;
-  const struct address *target;
-  struct dialer *dialer;      /* connects to @target (one shared ssh session) */
+  struct dialer *dialer;      /* connects to the TARGET (one shared ssh session) */
   struct worker_pool *workers; /* NULL when the dialer needs the main loop */
   GPtrArray *listeners;       /* struct listener; NULL once stopping */
   GPtrArray *connections;     /* struct connection, the live ones; freed on removal */
@@ -67,18 +66,6 @@ peak_rss (void)
   return g_strndup (p, strcspn (p, "\n"));
 }
 
-/* A one-shot timer (millisecond precision: the seconds variant may fire
- * up to a second early). */
-static GSource *
-timer_new (unsigned seconds, GSourceFunc callback, struct forward *f)
-{
-  GSource *timer = g_timeout_source_new (MIN (seconds, G_MAXUINT / 1000) * 1000);
-
-  g_source_set_callback (timer, callback, f, NULL);
-  gsource_attach (timer);
-  return timer;
-}
-
 static void
 forward_finish (struct forward *f, int exit_code)
 {
@@ -88,12 +75,12 @@ forward_finish (struct forward *f, int exit_code)
   g_clear_pointer (&f->idle_exit, gsource_release);
   g_clear_pointer (&f->drain_timer, gsource_release);
   if (f->stop_code)
-    ferry_error ("stopped by %s: %u live connections drained, %u cut off",
-                 f->signal_name, f->drained, f->cut);
+    ferry_report ("stopped by %s: %u live connections drained, %u cut off",
+                  f->signal_name, f->drained, f->cut);
   if (f->options->relay.verbose) {
     g_autofree char *rss = peak_rss ();
-    ferry_error ("%" G_GUINT64_FORMAT " connections, at most %u at once, "
-                 "peak memory (VmHWM) %s", f->served, f->peak, rss);
+    ferry_report ("%" G_GUINT64_FORMAT " connections, at most %u at once, "
+                  "peak memory (VmHWM) %s", f->served, f->peak, rss);
   }
   f->done (exit_code, f->done_data);
 }
@@ -105,7 +92,7 @@ on_idle_exit (gpointer data)
 
   g_clear_pointer (&f->idle_exit, gsource_release);
   if (f->options->relay.verbose)
-    ferry_error ("no connections for %u seconds, exiting", f->options->exit_idle_time);
+    ferry_report ("no connections for %u seconds, exiting", f->options->exit_idle_time);
   forward_finish (f, FERRY_EXIT_OK);
   return G_SOURCE_REMOVE;
 }
@@ -127,7 +114,7 @@ forward_update (struct forward *f)
   if (!idle) {
     g_clear_pointer (&f->idle_exit, gsource_release);
   } else if (f->idle_exit == NULL) {
-    f->idle_exit = timer_new (f->options->exit_idle_time, on_idle_exit, f);
+    f->idle_exit = gsource_timer_new (f->options->exit_idle_time, on_idle_exit, f);
   }
 }
 
@@ -306,7 +293,7 @@ forward_stop (struct forward *f, const char *signal_name, int signal_exit_code)
     return true;
   }
   forward_each (f, connection_drain);
-  f->drain_timer = timer_new (f->options->drain_timeout, on_drain_timeout, f);
+  f->drain_timer = gsource_timer_new (f->options->drain_timeout, on_drain_timeout, f);
   return true;
 }
 
@@ -330,7 +317,6 @@ forward_new (const struct ferry_options *options, const struct address *listen_a
   f = g_new0 (struct forward, 1);
 
   f->options = options;
-  f->target = target;
   f->done = done;
   f->done_data = data;
   f->accepting = true;

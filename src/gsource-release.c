@@ -32,6 +32,16 @@ gsource_attach (GSource *source)
   g_source_attach (source, g_main_context_get_thread_default ());
 }
 
+GSource *
+gsource_timer_new (unsigned seconds, GSourceFunc fn, void *data)
+{
+  GSource *timer = g_timeout_source_new (MIN (seconds, G_MAXUINT / 1000) * 1000);
+
+  g_source_set_callback (timer, fn, data, NULL);
+  gsource_attach (timer);
+  return timer;
+}
+
 void
 gsource_release (GSource *source)
 {

@@ -220,9 +220,7 @@ static void
 listener_back_off (struct listener *l)
 {
   if (l->retry == NULL) {
-    l->retry = g_timeout_source_new (1000);
-    g_source_set_callback (l->retry, on_retry, l, NULL);
-    gsource_attach (l->retry);
+    l->retry = gsource_timer_new (1, on_retry, l);
   }
   listener_apply (l);
 }

@@ -95,16 +95,7 @@ struct command_line {
 typedef bool option_parse_fn (struct command_line *cli, const char *name,
                               const char *value, void *field, GError **error);
 
-static bool G_GNUC_PRINTF (2, 3)
-usage_error (GError **error, const char *fmt, ...)
-{
-  va_list args;
-
-  va_start (args, fmt);
-  *error = g_error_new_valist (FERRY_ERROR, FERRY_EXIT_USAGE, fmt, args);
-  va_end (args);
-  return false;
-}
+#define usage_error(error, ...) ferry_set_error ((error), FERRY_EXIT_USAGE, __VA_ARGS__)
 
 /* Flags: a bool field. */
 static bool

@@ -13,7 +13,10 @@
 #include "error.h"
 #include "nbd-proto.h"
 
-enum c_state {
+/* Where a direction's parser stands: C_* in the client's stream (C2S),
+ * S_* in the server's (S2C).  One type, so that what both directions share
+ * (struct stream, expect_header) is typed too. */
+enum stream_state {
   C_EARLY,                    /* no server greeting yet */
   C_FLAGS,                    /* 32-bit client flags */
   C_HEADER,                   /* option or request header, magic first */
@@ -21,9 +24,7 @@ enum c_state {
   C_PAYLOAD,                  /* NBD_CMD_WRITE data */
   C_DISCONNECTED,             /* after NBD_CMD_DISC nothing may follow */
   C_TLS,                      /* not inspected */
-};
 
-enum s_state {
   S_GREETING,                 /* NBDMAGIC + IHAVEOPT or cliserv magic */
   S_OLDSTYLE,                 /* size + 32-bit flags */
   S_HSFLAGS,                  /* 16-bit handshake flags */
@@ -38,8 +39,9 @@ enum s_state {
 
 #define CAP_SIZE (8 + NBD_NAME_MAX)
 
+/* One direction's parse position and the unit it is in. */
 struct stream {
-  int state;
+  enum stream_state state;
   uint8_t hdr[32];            /* the header being gathered */
   size_t have, want;          /* bytes of @hdr gathered, and needed */
   uint64_t left;              /* payload bytes still to come */
@@ -54,36 +56,40 @@ struct stream {
   uint64_t total;             /* bytes seen in this direction */
 };
 
+/* A request the client sent and the server has not finished answering:
+ * a slot of nbd_framing.table, found by its cookie. */
 struct inflight {
-  uint64_t cookie;
-  uint64_t offset, length;
-  gint64 start;               /* monotonic microseconds */
-  uint16_t type;
-  bool used;
+  uint64_t cookie;            /* the client's handle for the request */
+  uint64_t offset, length;    /* what the request asked for */
+  gint64 start;               /* when it was sent: monotonic microseconds */
+  uint16_t type;              /* NBD_CMD_* */
+  bool used;                  /* the slot holds a request */
   bool refused;               /* to be answered by us, not the server */
   bool failed;                /* an error chunk was seen */
 };
 
 #define TABLE_SIZE (2 * NBD_MAX_INFLIGHT)
 
+/* Both directions of one NBD connection (nbd-framing.h). */
 struct nbd_framing {
-  bool readonly;
-  struct stream c, s;
-  struct nbd_handshake_info hs;
+  bool readonly;              /* the read-only guard: refuse writes, mark the
+                                 export read-only */
+  struct stream c, s;         /* the client's stream (C2S), the server's (S2C) */
+  struct nbd_handshake_info hs;  /* what the handshake settled, for stats */
   bool greeted;               /* the server greeting arrived */
   uint64_t early;             /* client bytes before the greeting */
-  uint16_t hsflags;
+  uint16_t hsflags;           /* the server's handshake flags */
   bool no_zeroes;             /* both sides agreed on NBD_FLAG_C_NO_ZEROES */
   bool export_name_sent;      /* S2C expects the EXPORT_NAME reply next */
   bool transmission;          /* the client may send requests */
   bool aborted;               /* NBD_OPT_ABORT sent */
-  bool client_eof;
-  uint32_t max_payload;
-  struct inflight table[TABLE_SIZE];
+  bool client_eof;            /* the client's stream ended */
+  uint32_t max_payload;       /* the largest write or read we accept */
+  struct inflight table[TABLE_SIZE];  /* requests in flight, open addressing */
   unsigned inflight;          /* used entries, refused ones included */
   unsigned refused_pending;   /* refused entries whose reply is not yet sent */
-  uint8_t out[NBD_MAX_INSERT];
-  struct nbd_cmd_stats stats[NBD_STATS_CMDS];
+  uint8_t out[NBD_MAX_INSERT];  /* replies the guard injects (nbd_step.insert) */
+  struct nbd_cmd_stats stats[NBD_STATS_CMDS];  /* per-command counts */
 };
 
 static uint16_t be16 (const uint8_t *p) { return (uint16_t) (p[0] << 8 | p[1]); }
@@ -121,20 +127,8 @@ opt_name (uint32_t opt)
   return opt < G_N_ELEMENTS (names) && names[opt] ? names[opt] : "an unknown option";
 }
 
-static bool
-fail (GError **error, const char *fmt, ...) G_GNUC_PRINTF (2, 3);
-
-static bool
-fail (GError **error, const char *fmt, ...)
-{
-  va_list ap;
-
-  va_start (ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
-  va_end (ap);
-  g_set_error_literal (error, FERRY_ERROR, FERRY_EXIT_PROTOCOL, msg);
-  return false;
-}
+/* A protocol violation: every error of the parser. */
+#define fail(error, ...) ferry_set_error ((error), FERRY_EXIT_PROTOCOL, __VA_ARGS__)
 
 /* @a then @b (up to 16 bytes in all) as a C-like quoted string. */
 static char *
@@ -270,7 +264,7 @@ gather (struct nbd_framing *f, struct stream *st, uint8_t *buf, size_t len)
 }
 
 static void
-expect_header (struct stream *st, int state, size_t want)
+expect_header (struct stream *st, enum stream_state state, size_t want)
 {
   st->state = state;
   st->have = 0;
@@ -279,7 +273,7 @@ expect_header (struct stream *st, int state, size_t want)
 }
 
 static void
-expect_payload (struct stream *st, int state, uint64_t len)
+expect_payload (struct stream *st, enum stream_state state, uint64_t len)
 {
   st->state = state;
   st->left = len;
@@ -477,7 +471,7 @@ feed_client (struct nbd_framing *f, uint8_t *buf, size_t len, struct nbd_step *s
   if (len == 0)
     return true;
 
-  switch ((enum c_state) c->state) {
+  switch (c->state) {
   case C_TLS:
     step->n = len;
     return true;
@@ -528,6 +522,8 @@ feed_client (struct nbd_framing *f, uint8_t *buf, size_t len, struct nbd_step *s
     if (c->left == 0)
       expect_header (c, C_HEADER, 4);
     return true;
+  case S_GREETING ... S_TLS:  /* the server's */
+    break;
   }
   g_assert_not_reached ();
 }
@@ -772,7 +768,7 @@ feed_server (struct nbd_framing *f, uint8_t *buf, size_t len, size_t room,
   if (len == 0)
     return true;
 
-  switch ((enum s_state) s->state) {
+  switch (s->state) {
   case S_TLS:
     step->n = len;
     return true;
@@ -866,6 +862,8 @@ feed_server (struct nbd_framing *f, uint8_t *buf, size_t len, size_t room,
     if (s->left == 0)
       server_chunk_done (f);
     break;
+  case C_EARLY ... C_TLS:     /* the client's */
+    g_assert_not_reached ();
   }
   if (f->greeted && f->early > 0)
     return fail (error, "client sent %" G_GUINT64_FORMAT " bytes before the server's "
@@ -932,7 +930,7 @@ nbd_framing_skip (struct nbd_framing *f, enum nbd_dir dir, size_t n)
 }
 
 static const char *
-c_state_name (int state)
+c_state_name (enum stream_state state)
 {
   switch (state) {
   case C_FLAGS: return "the client flags";
@@ -944,7 +942,7 @@ c_state_name (int state)
 }
 
 static const char *
-s_state_name (int state)
+s_state_name (enum stream_state state)
 {
   switch (state) {
   case S_GREETING: case S_OLDSTYLE: case S_HSFLAGS: return "the greeting";

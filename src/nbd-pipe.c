@@ -28,8 +28,6 @@ struct nbd_pipe {
   uint8_t peeked[NBD_PEEK_SIZE];  /* what the last peek copied */
 };
 
-static const unsigned splice_flags = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
-
 /* One move from @fd into the pipe, of at most @room bytes: when the parser
  * must see the next bytes and has seen none that wait, a peek shows them
  * first; then one splice moves what it has seen and what it need not see.
@@ -60,7 +58,7 @@ move_once (struct nbd_pipe *np, int fd, size_t room, bool *more)
     unseen = nbd_framing_opaque (np->f, np->dir);
   }
   want = MIN (room, np->ahead + MIN (unseen, (uint64_t) room));
-  n = splice (fd, NULL, np->wfd, NULL, want, splice_flags);
+  n = splice (fd, NULL, np->wfd, NULL, want, PIPE_SPLICE_FLAGS);
   if (n > 0) {
     size_t seen = MIN ((size_t) n, np->ahead);
     np->ahead -= seen;

@@ -275,11 +275,11 @@ nbd_relay_print_stats (struct nbd_relay *nr, bool final)
       fclose (fp);
     return;
   }
-  /* ferry_error prefixes the program name: one call per line. */
+  /* ferry_report prefixes the program name: one call per line. */
   g_auto (GStrv) lines = g_strsplit (out->str, "\n", -1);
   for (char **l = lines; *l; l++)
     if (**l)
-      ferry_error ("%s", *l);
+      ferry_report ("%s", *l);
 }
 
 static gboolean
@@ -302,20 +302,6 @@ on_greeting_timeout (gpointer data)
   return nr->wake (nr->wake_data);
 }
 
-/* A timer every @seconds, or NULL for 0. */
-static GSource *
-start_timer (unsigned seconds, GSourceFunc fn, struct nbd_relay *nr)
-{
-  GSource *timer;
-
-  if (seconds == 0)
-    return NULL;
-  timer = g_timeout_source_new_seconds (seconds);
-  g_source_set_callback (timer, fn, nr, NULL);
-  gsource_attach (timer);
-  return timer;
-}
-
 struct nbd_relay *
 nbd_relay_new (const struct nbd_config *config, const char *label,
                struct buffer *up, struct buffer *down, GSourceFunc wake, void *wake_data)
@@ -332,8 +318,11 @@ nbd_relay_new (const struct nbd_config *config, const char *label,
   nr->wake_data = wake_data;
   side_attach (&nr->up);
   side_attach (&nr->down);
-  nr->stats_timer = start_timer (config->stats_interval, on_stats_timer, nr);
-  nr->greeting_timer = start_timer (config->greeting_timeout, on_greeting_timeout, nr);
+  /* 0: no timer. */
+  if (config->stats_interval)
+    nr->stats_timer = gsource_timer_new (config->stats_interval, on_stats_timer, nr);
+  if (config->greeting_timeout)
+    nr->greeting_timer = gsource_timer_new (config->greeting_timeout, on_greeting_timeout, nr);
   return nr;
 }
 

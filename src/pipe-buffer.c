@@ -16,8 +16,6 @@ struct pipe_buffer {
   int rfd, wfd;               /* the pipe's ends, both non-blocking */
 };
 
-static const unsigned splice_flags = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
-
 static size_t
 pipe_max_size (void)
 {
@@ -52,7 +50,7 @@ pipe_fill (struct buffer *b, struct endpoint *src)
 {
   struct pipe_buffer *pb = (struct pipe_buffer *) b;
   ssize_t n = splice (endpoint_splice_fd (src, false), NULL, pb->wfd, NULL,
-                      b->size - b->len, splice_flags);
+                      b->size - b->len, PIPE_SPLICE_FLAGS);
 
   if (n > 0) {
     buffer_produced (b, n);
@@ -74,7 +72,7 @@ pipe_drain (struct buffer *b, struct endpoint *dst)
 
   if (b->len == 0)
     return 0;
-  n = splice (pb->rfd, NULL, endpoint_splice_fd (dst, true), NULL, b->len, splice_flags);
+  n = splice (pb->rfd, NULL, endpoint_splice_fd (dst, true), NULL, b->len, PIPE_SPLICE_FLAGS);
   if (n > 0)
     buffer_consumed (b, n);
   return n;
@@ -140,7 +138,7 @@ static ssize_t
 direct_fill (struct buffer *b, struct endpoint *src G_GNUC_UNUSED)
 {
   struct direct_buffer *db = (struct direct_buffer *) b;
-  ssize_t n = splice (db->src_fd, NULL, db->dst_fd, NULL, b->size, splice_flags);
+  ssize_t n = splice (db->src_fd, NULL, db->dst_fd, NULL, b->size, PIPE_SPLICE_FLAGS);
 
   if (n > 0) {
     db->moved = n;
@@ -172,7 +170,7 @@ direct_drain (struct buffer *b, struct endpoint *dst G_GNUC_UNUSED)
     errno = EAGAIN;
     return -1;
   }
-  n = splice (db->src_fd, NULL, db->dst_fd, NULL, b->size, splice_flags);
+  n = splice (db->src_fd, NULL, db->dst_fd, NULL, b->size, PIPE_SPLICE_FLAGS);
   if (n >= 0) {
     /* More may have arrived since the count: never below zero.  At the
      * source's end (0) nothing waits any more, and the reader sees it. */

@@ -9,7 +9,12 @@
 #ifndef FERRY_PIPE_BUFFER_H
 #define FERRY_PIPE_BUFFER_H
 
+#include <fcntl.h>
+
 #include "buffer.h"
+
+/* The flags of every splice that a pipe buffer makes (see above). */
+#define PIPE_SPLICE_FLAGS (SPLICE_F_NONBLOCK | SPLICE_F_MOVE)
 
 /* A pipe sized to @size bytes (capped at /proc/sys/fs/pipe-max-size), or
  * NULL with errno set when no pipe can be made. */

@@ -233,12 +233,12 @@ print_pump_stats (const struct relay *relay, const struct pump *p,
 {
   double mib = p->bytes / (1024.0 * 1024.0);
 
-  ferry_error ("%s%s%s -> %s: %" G_GUINT64_FORMAT " bytes in %.3f s, %.1f MiB/s, "
-               "reader paused %" G_GUINT64_FORMAT " times (buffer full), "
-               "writer waited %" G_GUINT64_FORMAT " times (peer busy)",
-               label_prefix (relay), label_sep (relay), p->src->name,
-               endpoint_write_name (p->dst), p->bytes, seconds,
-               seconds > 0 ? mib / seconds : 0.0, p->paused_full, p->waited_writable);
+  ferry_report ("%s%s%s -> %s: %" G_GUINT64_FORMAT " bytes in %.3f s, %.1f MiB/s, "
+                "reader paused %" G_GUINT64_FORMAT " times (buffer full), "
+                "writer waited %" G_GUINT64_FORMAT " times (peer busy)",
+                label_prefix (relay), label_sep (relay), p->src->name,
+                endpoint_write_name (p->dst), p->bytes, seconds,
+                seconds > 0 ? mib / seconds : 0.0, p->paused_full, p->waited_writable);
 }
 
 static gboolean
@@ -334,9 +334,7 @@ relay_settle (struct relay *relay)
     if (relay->config.eof_wait == 0) {
       relay_stop_reading_remote (relay);
     } else {
-      relay->eof_timer = g_timeout_source_new_seconds (relay->config.eof_wait);
-      g_source_set_callback (relay->eof_timer, on_eof_wait_over, relay, NULL);
-      gsource_attach (relay->eof_timer);
+      relay->eof_timer = gsource_timer_new (relay->config.eof_wait, on_eof_wait_over, relay);
     }
   }
   /* Remote EOF (or failure): stop reading local, but keep delivering

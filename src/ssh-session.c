@@ -241,21 +241,6 @@ ssh_conn_wait (struct ssh_conn *c, int (*step) (void *data), void *data, int aga
   return rc;
 }
 
-static void
-set_error (GError **error, int code, const char *fmt, ...) G_GNUC_PRINTF (3, 4);
-
-static void
-set_error (GError **error, int code, const char *fmt, ...)
-{
-  g_autofree char *message = NULL;
-  va_list ap;
-
-  va_start (ap, fmt);
-  message = g_strdup_vprintf (fmt, ap);
-  va_end (ap);
-  g_set_error_literal (error, FERRY_ERROR, code, message);
-}
-
 /* Options in OpenSSH's precedence: the host first, then ~/.ssh/config and
  * /etc/ssh/ssh_config (parsed here, so libssh does not parse them again
  * after us), then what ferry's command line says, which wins. */
@@ -282,8 +267,8 @@ configure (struct ssh_conn *c, const struct address *a,
       ssh_options_set (s, SSH_OPTIONS_STRICTHOSTKEYCHECK, &strict) < 0 ||
       ssh_options_set (s, SSH_OPTIONS_NODELAY, &nodelay) < 0 ||
       (timeout > 0 && ssh_options_set (s, SSH_OPTIONS_TIMEOUT, &timeout) < 0)) {
-    set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
-               ssh_get_error (s));
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
+                     ssh_get_error (s));
     return false;
   }
 
@@ -312,8 +297,8 @@ verify_host_key (struct ssh_conn *c, const struct address *a, GError **error)
 
   if (ssh_get_server_publickey (s, &key) < 0 ||
       ssh_get_publickey_hash (key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hash_len) < 0) {
-    set_error (error, FERRY_EXIT_SSH_HOSTKEY, "cannot get the host key of %s: %s",
-               c->name, ssh_get_error (s));
+    ferry_set_error (error, FERRY_EXIT_SSH_HOSTKEY, "cannot get the host key of %s: %s",
+                     c->name, ssh_get_error (s));
     goto out;
   }
   fingerprint = ssh_get_fingerprint_hash (SSH_PUBLICKEY_HASH_SHA256, hash, hash_len);
@@ -328,12 +313,12 @@ verify_host_key (struct ssh_conn *c, const struct address *a, GError **error)
   case SSH_KNOWN_HOSTS_CHANGED:
   case SSH_KNOWN_HOSTS_OTHER:
     other_type = state == SSH_KNOWN_HOSTS_OTHER;
-    set_error (error, FERRY_EXIT_SSH_HOSTKEY,
-               "host key of %s has CHANGED: the server offers %s %s, %s %s holds%s; "
-               "someone may be intercepting the connection (if the change is "
-               "expected, remove the old key from %s)",
-               c->name, type, fingerprint, other_type ? "but" : "which is not the key",
-               file, other_type ? " a key of another type for it" : "", file);
+    ferry_set_error (error, FERRY_EXIT_SSH_HOSTKEY,
+                     "host key of %s has CHANGED: the server offers %s %s, %s %s holds%s; "
+                     "someone may be intercepting the connection (if the change is "
+                     "expected, remove the old key from %s)",
+                     c->name, type, fingerprint, other_type ? "but" : "which is not the key",
+                     file, other_type ? " a key of another type for it" : "", file);
     break;
   case SSH_KNOWN_HOSTS_NOT_FOUND:
   case SSH_KNOWN_HOSTS_UNKNOWN:
@@ -347,21 +332,21 @@ verify_host_key (struct ssh_conn *c, const struct address *a, GError **error)
         ferry_error ("added the host key of %s (%s %s) to %s", c->name, type,
                      fingerprint, file);
       else
-        set_error (error, FERRY_EXIT_SSH_HOSTKEY, "cannot add the host key of %s to %s: %s",
-                   c->name, file, ssh_get_error (s));
+        ferry_set_error (error, FERRY_EXIT_SSH_HOSTKEY, "cannot add the host key of %s to %s: %s",
+                         c->name, file, ssh_get_error (s));
     } else if (ssh_session_export_known_hosts_entry (s, &line) == SSH_OK) {
-      set_error (error, FERRY_EXIT_SSH_HOSTKEY,
-                 "host key of %s is not known (%s %s); if that is the right key, "
-                 "add this line to %s: %s", c->name, type, fingerprint, file,
-                 g_strchomp (line));
+      ferry_set_error (error, FERRY_EXIT_SSH_HOSTKEY,
+                       "host key of %s is not known (%s %s); if that is the right key, "
+                       "add this line to %s: %s", c->name, type, fingerprint, file,
+                       g_strchomp (line));
     } else {
-      set_error (error, FERRY_EXIT_SSH_HOSTKEY, "host key of %s is not known (%s %s)",
-                 c->name, type, fingerprint);
+      ferry_set_error (error, FERRY_EXIT_SSH_HOSTKEY, "host key of %s is not known (%s %s)",
+                       c->name, type, fingerprint);
     }
     break;
   case SSH_KNOWN_HOSTS_ERROR:
-    set_error (error, FERRY_EXIT_SSH_HOSTKEY, "cannot check the host key of %s: %s",
-               c->name, ssh_get_error (s));
+    ferry_set_error (error, FERRY_EXIT_SSH_HOSTKEY, "cannot check the host key of %s: %s",
+                     c->name, ssh_get_error (s));
     break;
   }
 
@@ -471,19 +456,19 @@ authenticate (struct ssh_conn *c, const struct address *a, GError **error)
   if (rc == SSH_AUTH_SUCCESS)
     return true;
   if (rc == SSH_AUTH_ERROR || rc == SSH_AUTH_AGAIN) {
-    set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': authentication %s: %s",
-               a->text, rc == SSH_AUTH_AGAIN ? "timed out" : "failed",
-               rc == SSH_AUTH_AGAIN ? "no answer from the server" : ssh_get_error (s));
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': authentication %s: %s",
+                     a->text, rc == SSH_AUTH_AGAIN ? "timed out" : "failed",
+                     rc == SSH_AUTH_AGAIN ? "no answer from the server" : ssh_get_error (s));
     return false;
   }
   g_autofree char *accepted = describe_methods (ssh_userauth_list (s, NULL));
-  set_error (error, FERRY_EXIT_SSH_AUTH,
-             "ssh authentication to %s failed: the server accepts %s; ferry tried "
-             "%s%s", c->name, accepted,
-             a->ssh.keyfile ? "the ssh agent and keyfile=, then ~/.ssh/id_*"
-                            : "the ssh agent and ~/.ssh/id_*",
-             c->ask_password ? ", then password and keyboard-interactive on the terminal"
-                             : " (password and keyboard-interactive only with --ask-password)");
+  ferry_set_error (error, FERRY_EXIT_SSH_AUTH,
+                   "ssh authentication to %s failed: the server accepts %s; ferry tried "
+                   "%s%s", c->name, accepted,
+                   a->ssh.keyfile ? "the ssh agent and keyfile=, then ~/.ssh/id_*"
+                                  : "the ssh agent and ~/.ssh/id_*",
+                   c->ask_password ? ", then password and keyboard-interactive on the terminal"
+                                   : " (password and keyboard-interactive only with --ask-password)");
   return false;
 }
 
@@ -499,8 +484,8 @@ ssh_conn_new (const struct address *a, const struct connect_options *opts,
   c->ask_password = opts->ask_password;
   c->session = ssh_new ();
   if (c->session == NULL) {
-    set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': cannot create an ssh session",
-               a->text);
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': cannot create an ssh session",
+                     a->text);
     return NULL;
   }
   c->callbacks.userdata = c;
@@ -512,8 +497,8 @@ ssh_conn_new (const struct address *a, const struct connect_options *opts,
   if (!configure (c, a, opts, error))
     return NULL;
   if (ssh_connect (c->session) != SSH_OK) {
-    set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
-               ssh_get_error (c->session));
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
+                     ssh_get_error (c->session));
     return NULL;
   }
   if (!verify_host_key (c, a, error))
@@ -524,8 +509,8 @@ ssh_conn_new (const struct address *a, const struct connect_options *opts,
 
   c->event = ssh_event_new ();
   if (c->event == NULL || ssh_event_add_session (c->event, c->session) != SSH_OK) {
-    set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': cannot watch the ssh session",
-               a->text);
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': cannot watch the ssh session",
+                     a->text);
     return NULL;
   }
   c->source = (struct conn_source *) g_source_new (&conn_source_funcs, sizeof *c->source);
@@ -534,9 +519,7 @@ ssh_conn_new (const struct address *a, const struct connect_options *opts,
   c->source->tag = g_source_add_unix_fd (&c->source->source, ssh_get_fd (c->session), c->events);
   gsource_attach (&c->source->source);
   if (opts->keepalive > 0) {
-    c->keepalive = g_timeout_source_new_seconds (opts->keepalive);
-    g_source_set_callback (c->keepalive, on_keepalive, c, NULL);
-    gsource_attach (c->keepalive);
+    c->keepalive = gsource_timer_new (opts->keepalive, on_keepalive, c);
   }
   return g_steal_pointer (&c);
 }

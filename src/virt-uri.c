@@ -45,9 +45,8 @@ virt_uri_matches (const char *text)
 static bool
 parse_error (GError **error, const char *uri, const char *reason)
 {
-  g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
-               "cannot parse URI transport '%s': %s", uri, reason);
-  return false;
+  return ferry_set_error (error, FERRY_EXIT_USAGE, "cannot parse URI transport '%s': %s",
+                          uri, reason);
 }
 
 /* Query parameters as libvirt reads them: '&' or ';' separated, percent

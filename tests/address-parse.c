@@ -46,7 +46,6 @@ test_streamlocal (void)
   g_assert_null (a->ssh.tcp_host);
   g_assert_cmpint (a->ssh.proxy, ==, SSH_PROXY_AUTO);
   g_assert_cmpint (a->ssh.verify, ==, SSH_VERIFY_NORMAL);
-  g_assert_false (a->ssh.verify_set);
 
   g_assert_null (b->ssh.user);
   g_assert_null (b->ssh.port);
@@ -76,7 +75,6 @@ test_tcpip (void)
   g_assert_cmpstr (a->ssh.keyfile, ==, "/k ey");
   g_assert_cmpstr (a->ssh.known_hosts, ==, "/kh");
   g_assert_cmpint (a->ssh.verify, ==, SSH_VERIFY_IGNORE);
-  g_assert_true (a->ssh.verify_set);
   g_assert_cmpint (a->ssh.proxy, ==, SSH_PROXY_DIRECT);
   g_assert_cmpstr (ta, ==, "tcp:db.internal:5432");
   g_assert_cmpint (b->ssh.verify, ==, SSH_VERIFY_AUTO);
