@@ -39,5 +39,6 @@ CFG
 start_dir_pool () {  # NAME SIZE
     mkdir -p "$T/pool-$1"
     mount -t tmpfs -o size="$2" tmpfs "$T/pool-$1"
+    cleanup_fn umount "$T/pool-$1"
     virsh -q -c qemu:///system pool-create-as "$1" dir --target "$T/pool-$1" >/dev/null
 }

@@ -1,20 +1,30 @@
 # ferry test library: sourced by every tests/*.sh scenario.
 #
 # Each test runs in its own temporary directory, starts its peers itself and
-# stops them by PID on exit.  A missing tool skips the test (exit 77).
+# stops them by PID on exit.  Whatever else it changes it undoes through
+# cleanup_fn, never by hand at its end (which a failure would skip).  A
+# missing tool skips the test (exit 77).
 set -eu
 
 : "${FERRY:?FERRY must name the ferry binary (meson test sets it)}"
 T=$(mktemp -d "${TMPDIR:-/tmp}/ferry-test.XXXXXX")
 PIDS=""
+CLEANUP_FNS=()
+
+# Run CMD ARGS... when the test exits, however it exits, as nbdkit's tests'
+# cleanup_fn: after its background processes are stopped, the last one
+# registered first, before $T is removed.
+cleanup_fn () {  # CMD ARGS...
+    CLEANUP_FNS+=("$(printf '%q ' "$@")")
+}
 
 cleanup () {
+    local i
     for pid in $PIDS; do kill "$pid" 2>/dev/null || true; done
     for pid in $PIDS; do wait "$pid" 2>/dev/null || true; done
-    # Mounts a test made inside its namespace (reexec_in_mount_ns), deepest first.
-    if [ -n "${FERRY_TEST_MOUNT_NS:-}" ]; then
-        findmnt -rn -o TARGET | grep "^$T/" | sort -r | xargs -r umount || true
-    fi
+    for ((i = ${#CLEANUP_FNS[@]} - 1; i >= 0; i--)); do
+        eval "${CLEANUP_FNS[i]}" || true
+    done
     rm -rf "$T"
 }
 trap cleanup EXIT
