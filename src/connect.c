@@ -205,7 +205,7 @@ connect_address (const struct address *a, const struct connect_options *opts,
   case ADDRESS_FD:
     return adopt_fd (a, opts, error);
   case ADDRESS_SSH:
-    return ssh_connect_address (a, opts, error);
+    return ferry_ssh_connect_address (a, opts, error);
   }
   g_assert_not_reached ();
 }
@@ -213,7 +213,7 @@ connect_address (const struct address *a, const struct connect_options *opts,
 struct dialer {
   const struct address *address;
   const struct connect_options *options;
-  struct ssh_conn *ssh;       /* ssh://: the shared session; NULL after a failed reconnect */
+  struct ferry_ssh_conn *ssh;       /* ssh://: the shared session; NULL after a failed reconnect */
 };
 
 struct dialer *
@@ -223,7 +223,7 @@ dialer_new (const struct address *a, const struct connect_options *opts, GError 
 
   d->address = a;
   d->options = opts;
-  if (a->kind == ADDRESS_SSH && (d->ssh = ssh_conn_new (a, opts, error)) == NULL) {
+  if (a->kind == ADDRESS_SSH && (d->ssh = ferry_ssh_conn_new (a, opts, error)) == NULL) {
     g_free (d);
     return NULL;
   }
@@ -235,9 +235,9 @@ dialer_connect (struct dialer *d, GError **error)
 {
   if (d->address->kind != ADDRESS_SSH)
     return connect_address (d->address, d->options, error);
-  if (d->ssh == NULL || ssh_conn_is_dead (d->ssh)) {
-    g_clear_pointer (&d->ssh, ssh_conn_unref);
-    d->ssh = ssh_conn_new (d->address, d->options, error);
+  if (d->ssh == NULL || ferry_ssh_conn_is_dead (d->ssh)) {
+    g_clear_pointer (&d->ssh, ferry_ssh_conn_unref);
+    d->ssh = ferry_ssh_conn_new (d->address, d->options, error);
     if (d->ssh == NULL)
       return NULL;
   }
@@ -255,6 +255,6 @@ dialer_free (struct dialer *d)
 {
   if (d == NULL)
     return;
-  ssh_conn_unref (d->ssh);
+  ferry_ssh_conn_unref (d->ssh);
   g_free (d);
 }

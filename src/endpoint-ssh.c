@@ -14,7 +14,7 @@
  * (8 MiB cost loopback a fifth of its speed).  ferry's buffer, libssh's and
  * the bytes in flight together stay under that buffer plus twice
  * LIBSSH_WINDOW_FLOOR (2.5 MiB), the window libssh grants on its own:
- * ssh_ep_readv keeps those grants from piling up. */
+ * channel_endpoint_readv keeps those grants from piling up. */
 #include <config.h>
 
 #include "endpoint-ssh.h"
@@ -28,17 +28,17 @@
 
 /* The download rate the window is sized for: 8 MiB at 50 ms, where 1 MiB
  * allowed 20 MiB/s.  Within [MIN, MAX]: MIN is OpenSSH's window, and at
- * least LIBSSH_WINDOW_FLOOR, which ssh_ep_readv needs to make progress. */
+ * least LIBSSH_WINDOW_FLOOR, which channel_endpoint_readv needs to make progress. */
 #define SSH_WINDOW_RATE (160 * 1024 * 1024)
 #define SSH_WINDOW_MIN (2 * 1024 * 1024)
 #define SSH_WINDOW_MAX (8 * 1024 * 1024)
 /* The window libssh 0.10 keeps open by itself (WINDOWBASE in channels.c). */
 #define LIBSSH_WINDOW_FLOOR 1280000
 
-struct ssh_endpoint {
+struct channel_endpoint {
   struct endpoint base;
-  struct ssh_conn *conn;      /* a reference */
-  struct ssh_conn_client client;
+  struct ferry_ssh_conn *conn;      /* a reference */
+  struct ferry_ssh_client client;
   ssh_channel channel;
   char *command;              /* exec: the remote command; NULL for a direct channel */
   char *direct_error;         /* proxy=auto fell back to exec: why direct failed */
@@ -47,21 +47,21 @@ struct ssh_endpoint {
 };
 
 static ssize_t
-channel_failed (struct ssh_endpoint *se)
+channel_failed (struct channel_endpoint *se)
 {
-  ssh_session s = ssh_conn_session (se->conn);
+  ssh_session s = ferry_ssh_conn_session (se->conn);
 
-  ssh_conn_update (se->conn, NULL);
-  errno = ssh_conn_is_dead (se->conn) || ssh_get_error_code (s) == SSH_FATAL
+  ferry_ssh_conn_update (se->conn, NULL);
+  errno = ferry_ssh_conn_is_dead (se->conn) || ssh_get_error_code (s) == SSH_FATAL
     ? ECONNRESET : EPIPE;
   return -1;
 }
 
 /* The remote command's stderr is ferry's.  Only while no stdout bytes wait
  * in libssh, and never an empty read: any read may widen the window that
- * both streams share (see ssh_ep_readv). */
+ * both streams share (see channel_endpoint_readv). */
 static void
-drain_stderr (struct ssh_endpoint *se)
+drain_stderr (struct channel_endpoint *se)
 {
   char buf[4096];
   int n;
@@ -76,7 +76,7 @@ drain_stderr (struct ssh_endpoint *se)
 /* Remote EOF: for a remote command, only once its exit status is in (or
  * the channel closed without one), so the status can become ferry's. */
 static bool
-at_end (struct ssh_endpoint *se)
+at_end (struct channel_endpoint *se)
 {
   if (se->command) {
     drain_stderr (se);
@@ -88,13 +88,13 @@ at_end (struct ssh_endpoint *se)
 }
 
 static ssize_t
-ssh_ep_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt)
+channel_endpoint_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt)
 {
-  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
+  struct channel_endpoint *se = (struct channel_endpoint *) ep;
   size_t total = 0, offered = 0;
   int empty_rounds = 0, held;
 
-  if (ssh_conn_is_dead (se->conn))
+  if (ferry_ssh_conn_is_dead (se->conn))
     return channel_failed (se);
   if (se->command)
     drain_stderr (se);
@@ -108,7 +108,7 @@ ssh_ep_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt)
     offered += iov[i].iov_len;
   held = ssh_channel_poll (se->channel, 0);
   if (held > 0 && (size_t) held > offered + LIBSSH_WINDOW_FLOOR) {
-    ssh_conn_update (se->conn, &se->client);
+    ferry_ssh_conn_update (se->conn, &se->client);
     errno = ENOBUFS;
     return -1;
   }
@@ -116,7 +116,7 @@ ssh_ep_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt)
     size_t off = 0;
     while (off < iov[i].iov_len) {
       uint32_t want = (uint32_t) MIN (iov[i].iov_len - off, (size_t) 1 << 30);
-      guint64 heard = ssh_conn_bytes_in (se->conn);
+      guint64 heard = ferry_ssh_conn_bytes_in (se->conn);
       int n = ssh_channel_read (se->channel, (char *) iov[i].iov_base + off, want, 0);
       if (n < 0) {
         if (total > 0)
@@ -127,7 +127,7 @@ ssh_ep_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt)
         /* libssh reads the socket 4 KiB per call, and this one got some:
          * more may wait in the kernel, so go on, and one readiness report
          * moves more than one packet. */
-        if (++empty_rounds < 64 && ssh_conn_bytes_in (se->conn) != heard)
+        if (++empty_rounds < 64 && ferry_ssh_conn_bytes_in (se->conn) != heard)
           continue;
         /* Drained.  An EOF behind the data shows on the next read, which
          * no fd readiness will prompt. */
@@ -140,7 +140,7 @@ ssh_ep_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt)
   }
   se->client.maybe_buffered = true;   /* full: libssh may hold more */
 out:
-  ssh_conn_update (se->conn, &se->client);
+  ferry_ssh_conn_update (se->conn, &se->client);
   if (total > 0)
     return (ssize_t) total;
   if (at_end (se))
@@ -150,13 +150,13 @@ out:
 }
 
 static ssize_t
-ssh_ep_writev (struct endpoint *ep, const struct iovec *iov, int iovcnt)
+channel_endpoint_writev (struct endpoint *ep, const struct iovec *iov, int iovcnt)
 {
-  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
-  ssh_session s = ssh_conn_session (se->conn);
+  struct channel_endpoint *se = (struct channel_endpoint *) ep;
+  ssh_session s = ferry_ssh_conn_session (se->conn);
   size_t total = 0;
 
-  if (ssh_conn_is_dead (se->conn))
+  if (ferry_ssh_conn_is_dead (se->conn))
     return channel_failed (se);
   /* The kernel took nothing of the last write yet: that is backpressure. */
   if (ssh_get_poll_flags (s) & SSH_WRITE_PENDING) {
@@ -175,7 +175,7 @@ ssh_ep_writev (struct endpoint *ep, const struct iovec *iov, int iovcnt)
     if ((uint32_t) n < len)
       break;                  /* the peer's window is full */
   }
-  ssh_conn_update (se->conn, NULL);
+  ferry_ssh_conn_update (se->conn, NULL);
   if (total > 0)
     return (ssize_t) total;
   errno = EAGAIN;
@@ -183,15 +183,15 @@ ssh_ep_writev (struct endpoint *ep, const struct iovec *iov, int iovcnt)
 }
 
 static int
-ssh_ep_shutdown_write (struct endpoint *ep)
+channel_endpoint_shutdown_write (struct endpoint *ep)
 {
-  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
+  struct channel_endpoint *se = (struct channel_endpoint *) ep;
 
   if (se->eof_sent)
     return 0;
   se->eof_sent = true;
   se->client.want_write = false;
-  if (ssh_conn_is_dead (se->conn))
+  if (ferry_ssh_conn_is_dead (se->conn))
     return channel_failed (se);
   if (ssh_channel_is_closed (se->channel)) {
     errno = ENOTCONN;
@@ -199,14 +199,14 @@ ssh_ep_shutdown_write (struct endpoint *ep)
   }
   if (ssh_channel_send_eof (se->channel) != SSH_OK)
     return channel_failed (se);
-  ssh_conn_update (se->conn, NULL);
+  ferry_ssh_conn_update (se->conn, NULL);
   return 0;
 }
 
 static void
-ssh_ep_set_interest (struct endpoint *ep, bool want_read, bool want_write)
+channel_endpoint_set_interest (struct endpoint *ep, bool want_read, bool want_write)
 {
-  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
+  struct channel_endpoint *se = (struct channel_endpoint *) ep;
 
   /* The session's source asks each client before every poll. */
   se->client.want_read = want_read;
@@ -214,9 +214,9 @@ ssh_ep_set_interest (struct endpoint *ep, bool want_read, bool want_write)
 }
 
 static int
-ssh_ep_exit_code (struct endpoint *ep)
+channel_endpoint_exit_code (struct endpoint *ep)
 {
-  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
+  struct channel_endpoint *se = (struct channel_endpoint *) ep;
   g_autofree char *before = se->direct_error
     ? g_strdup_printf (" (ferry ran it after the direct channel failed: %s)", se->direct_error)
     : g_strdup ("");
@@ -225,26 +225,26 @@ ssh_ep_exit_code (struct endpoint *ep)
     return FERRY_EXIT_OK;
   if (se->exit_status < 0) {
     ferry_error ("remote command '%s' on %s ended without an exit status%s",
-                 se->command, ssh_conn_name (se->conn), before);
+                 se->command, ferry_ssh_conn_name (se->conn), before);
     return FERRY_EXIT_FAILURE;
   }
   ferry_error ("remote command '%s' on %s exited with status %d%s", se->command,
-               ssh_conn_name (se->conn), se->exit_status, before);
+               ferry_ssh_conn_name (se->conn), se->exit_status, before);
   return se->exit_status;
 }
 
 static void
-ssh_ep_free (struct endpoint *ep)
+channel_endpoint_free (struct endpoint *ep)
 {
-  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
+  struct channel_endpoint *se = (struct channel_endpoint *) ep;
 
-  ssh_conn_detach (se->conn, &se->client);
+  ferry_ssh_conn_detach (se->conn, &se->client);
   if (se->channel) {
     ssh_channel_close (se->channel);
     ssh_channel_free (se->channel);
-    ssh_conn_update (se->conn, NULL);
+    ferry_ssh_conn_update (se->conn, NULL);
   }
-  ssh_conn_unref (se->conn);
+  ferry_ssh_conn_unref (se->conn);
   g_free (se->command);
   g_free (se->direct_error);
   endpoint_clear_names (ep);
@@ -252,15 +252,15 @@ ssh_ep_free (struct endpoint *ep)
 }
 
 static const struct endpoint_ops ssh_ops = {
-  .readv = ssh_ep_readv,
-  .writev = ssh_ep_writev,
-  .shutdown_write = ssh_ep_shutdown_write,
-  .set_interest = ssh_ep_set_interest,
-  .free = ssh_ep_free,
-  .exit_code = ssh_ep_exit_code,
+  .readv = channel_endpoint_readv,
+  .writev = channel_endpoint_writev,
+  .shutdown_write = channel_endpoint_shutdown_write,
+  .set_interest = channel_endpoint_set_interest,
+  .free = channel_endpoint_free,
+  .exit_code = channel_endpoint_exit_code,
 };
 
-/* One non-blocking libssh request, repeated by ssh_conn_wait. */
+/* One non-blocking libssh request, repeated by ferry_ssh_conn_wait. */
 struct open_step {
   ssh_channel channel;
   const struct address_ssh *ssh;
@@ -301,10 +301,10 @@ step_exec (void *data)
 
 /* Run @steps in turn on a new channel; NULL with *@why on failure. */
 static ssh_channel
-open_channel (struct ssh_conn *conn, struct open_step *p,
+open_channel (struct ferry_ssh_conn *conn, struct open_step *p,
               int (*const *steps) (void *), size_t n_steps, char **why)
 {
-  ssh_session s = ssh_conn_session (conn);
+  ssh_session s = ferry_ssh_conn_session (conn);
 
   p->channel = ssh_channel_new (s);
   if (p->channel == NULL) {
@@ -313,7 +313,7 @@ open_channel (struct ssh_conn *conn, struct open_step *p,
   }
   for (size_t i = 0; i < n_steps; i++) {
     gint64 start = g_get_monotonic_time ();
-    int rc = ssh_conn_wait (conn, steps[i], p, SSH_AGAIN);
+    int rc = ferry_ssh_conn_wait (conn, steps[i], p, SSH_AGAIN);
     if (i == 0)
       p->round_trip = g_get_monotonic_time () - start;
     if (rc != SSH_OK) {
@@ -345,7 +345,7 @@ tcp_port_number (const char *port)
 }
 
 struct endpoint *
-endpoint_ssh_open (struct ssh_conn *conn, const struct address *a,
+endpoint_ssh_open (struct ferry_ssh_conn *conn, const struct address *a,
                    const struct connect_options *opts, GError **error)
 {
   static int (*const direct_unix[]) (void *) = { step_forward_unix };
@@ -360,7 +360,7 @@ endpoint_ssh_open (struct ssh_conn *conn, const struct address *a,
   g_autofree char *direct_error = NULL, *exec_error = NULL;
   struct open_step step = { .ssh = ssh, .command = command };
   ssh_channel channel = NULL;
-  struct ssh_endpoint *se;
+  struct channel_endpoint *se;
 
   if (ssh->tcp_port && (step.tcp_port = tcp_port_number (ssh->tcp_port)) <= 0) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT,
@@ -388,10 +388,10 @@ endpoint_ssh_open (struct ssh_conn *conn, const struct address *a,
     return NULL;
   }
 
-  se = g_new0 (struct ssh_endpoint, 1);
+  se = g_new0 (struct channel_endpoint, 1);
   se->base.ops = &ssh_ops;
   se->base.name = g_strdup (a->text);
-  se->conn = ssh_conn_ref (conn);
+  se->conn = ferry_ssh_conn_ref (conn);
   se->client.ep = &se->base;
   se->client.maybe_buffered = true;
   se->base.read_buffer_min = receive_window (step.round_trip);
@@ -403,15 +403,15 @@ endpoint_ssh_open (struct ssh_conn *conn, const struct address *a,
   } else if (ssh->proxy == SSH_PROXY_EXEC) {
     se->command = g_steal_pointer (&command);
   }
-  ssh_conn_attach (conn, &se->client);
+  ferry_ssh_conn_attach (conn, &se->client);
   return &se->base;
 }
 
 struct endpoint *
-ssh_connect_address (const struct address *a, const struct connect_options *opts,
+ferry_ssh_connect_address (const struct address *a, const struct connect_options *opts,
                      GError **error)
 {
-  g_autoptr (FerrySshConn) conn = ssh_conn_new (a, opts, error);
+  g_autoptr (FerrySshConn) conn = ferry_ssh_conn_new (a, opts, error);
 
   return conn ? endpoint_ssh_open (conn, a, opts, error) : NULL;
 }

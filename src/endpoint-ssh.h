@@ -14,12 +14,12 @@
  * helper run as "HELPER unix:PATH".  auto tries direct, then exec, and
  * reports both failures.  The endpoint holds a reference on @conn.
  * Blocks for the exchange, bounded by the connect timeout. */
-struct endpoint *endpoint_ssh_open (struct ssh_conn *conn, const struct address *address,
+struct endpoint *endpoint_ssh_open (struct ferry_ssh_conn *conn, const struct address *address,
                                     const struct connect_options *options,
                                     GError **error);
 
 /* A new session to @address's host, and one channel on it. */
-struct endpoint *ssh_connect_address (const struct address *address,
+struct endpoint *ferry_ssh_connect_address (const struct address *address,
                                       const struct connect_options *options,
                                       GError **error);
 

@@ -1,0 +1,282 @@
+/* ferry: the blocking set-up of an ssh session (see ssh-setup.h): libssh's
+ * options, the host-key policy, the authentication sequence and the
+ * terminal prompts it needs. */
+#include <config.h>
+
+#include "ssh-setup.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "message.h"
+
+/* Prompt on the controlling terminal, never on stdio (which carries data).
+ * Returns false without a terminal. */
+static bool
+tty_prompt (const char *prompt, char *buf, size_t len, bool echo)
+{
+  int fd = open ("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  struct termios saved, quiet;
+  bool restore = false;
+  size_t n = 0;
+  char ch;
+
+  if (fd < 0 || len == 0)
+    return fd >= 0 ? close (fd), false : false;
+  if (!echo && tcgetattr (fd, &saved) == 0) {
+    quiet = saved;
+    quiet.c_lflag &= ~(tcflag_t) ECHO;
+    restore = tcsetattr (fd, TCSAFLUSH, &quiet) == 0;
+  }
+  if (write (fd, prompt, strlen (prompt)) < 0)
+    n = len;                  /* no terminal after all: fail below */
+  while (n < len - 1 && read (fd, &ch, 1) == 1 && ch != '\n')
+    buf[n++] = ch;
+  buf[n < len ? n : 0] = '\0';
+  if (restore) {
+    tcsetattr (fd, TCSAFLUSH, &saved);
+    if (write (fd, "\n", 1) < 0)
+      n = len;
+  }
+  close (fd);
+  return n < len;
+}
+
+int
+ferry_ssh_passphrase_prompt (const char *prompt, char *buf, size_t len, int echo,
+                             int verify, void *data)
+{
+  const bool *ask_password = data;
+
+  (void) verify;
+  return *ask_password && tty_prompt (prompt, buf, len, echo) ? 0 : -1;
+}
+
+bool
+ferry_ssh_configure (ssh_session s, const struct address *a,
+                     const struct connect_options *opts, char **name, GError **error)
+{
+  const struct address_ssh *ssh = &a->ssh;
+  /* libssh finds ~/.ssh through getpwuid(); glib honours $HOME first. */
+  g_autofree char *ssh_dir = g_build_filename (g_get_home_dir (), ".ssh", NULL);
+  int strict = 1, nodelay = 1;
+  long timeout = opts->timeout;
+
+  if (ssh_options_set (s, SSH_OPTIONS_SSH_DIR, ssh_dir) < 0 ||
+      ssh_options_set (s, SSH_OPTIONS_HOST, ssh->host) < 0 ||
+      ssh_options_parse_config (s, NULL) < 0 ||
+      (ssh->user && ssh_options_set (s, SSH_OPTIONS_USER, ssh->user) < 0) ||
+      (ssh->port && ssh_options_set (s, SSH_OPTIONS_PORT_STR, ssh->port) < 0) ||
+      (ssh->keyfile && ssh_options_set (s, SSH_OPTIONS_IDENTITY, ssh->keyfile) < 0) ||
+      (ssh->known_hosts && ssh_options_set (s, SSH_OPTIONS_KNOWNHOSTS, ssh->known_hosts) < 0) ||
+      /* A config file's "StrictHostKeyChecking no" would make libssh
+       * accept unknown hosts: only known_hosts_verify= relaxes that. */
+      ssh_options_set (s, SSH_OPTIONS_STRICTHOSTKEYCHECK, &strict) < 0 ||
+      ssh_options_set (s, SSH_OPTIONS_NODELAY, &nodelay) < 0 ||
+      (timeout > 0 && ssh_options_set (s, SSH_OPTIONS_TIMEOUT, &timeout) < 0)) {
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
+                     ssh_get_error (s));
+    return false;
+  }
+
+  char *user = NULL, *host = NULL;
+  unsigned port = 22;
+  ssh_options_get (s, SSH_OPTIONS_USER, &user);
+  ssh_options_get (s, SSH_OPTIONS_HOST, &host);
+  ssh_options_get_port (s, &port);
+  *name = g_strdup_printf ("%s@%s:%u", user ? user : "?", host ? host : ssh->host, port);
+  ssh_string_free_char (user);
+  ssh_string_free_char (host);
+  return true;
+}
+
+bool
+ferry_ssh_verify_host_key (ssh_session s, const char *name, const struct address *a,
+                           GError **error)
+{
+  ssh_key key = NULL;
+  unsigned char *hash = NULL;
+  size_t hash_len = 0;
+  char *fingerprint = NULL, *file = NULL, *line = NULL;
+  const char *type;
+  enum ssh_known_hosts_e state;
+  bool ok = false, other_type;
+
+  if (ssh_get_server_publickey (s, &key) < 0 ||
+      ssh_get_publickey_hash (key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hash_len) < 0) {
+    ferry_set_error (error, FERRY_EXIT_SSH_HOSTKEY, "cannot get the host key of %s: %s",
+                     name, ssh_get_error (s));
+    goto out;
+  }
+  fingerprint = ssh_get_fingerprint_hash (SSH_PUBLICKEY_HASH_SHA256, hash, hash_len);
+  type = ssh_key_type_to_char (ssh_key_type (key));
+  ssh_options_get (s, SSH_OPTIONS_KNOWNHOSTS, &file);
+
+  state = ssh_session_is_known_server (s);
+  switch (state) {
+  case SSH_KNOWN_HOSTS_OK:
+    ok = true;
+    break;
+  case SSH_KNOWN_HOSTS_CHANGED:
+  case SSH_KNOWN_HOSTS_OTHER:
+    other_type = state == SSH_KNOWN_HOSTS_OTHER;
+    ferry_set_error (error, FERRY_EXIT_SSH_HOSTKEY,
+                     "host key of %s has CHANGED: the server offers %s %s, %s %s holds%s; "
+                     "someone may be intercepting the connection (if the change is "
+                     "expected, remove the old key from %s)",
+                     name, type, fingerprint, other_type ? "but" : "which is not the key",
+                     file, other_type ? " a key of another type for it" : "", file);
+    break;
+  case SSH_KNOWN_HOSTS_NOT_FOUND:
+  case SSH_KNOWN_HOSTS_UNKNOWN:
+    if (a->ssh.verify == SSH_VERIFY_IGNORE) {
+      ferry_error ("warning: host key of %s is not known (%s %s); connecting "
+                   "anyway (known_hosts_verify=ignore)", name, type, fingerprint);
+      ok = true;
+    } else if (a->ssh.verify == SSH_VERIFY_AUTO) {
+      ok = ssh_session_update_known_hosts (s) == SSH_OK;
+      if (ok)
+        ferry_error ("added the host key of %s (%s %s) to %s", name, type,
+                     fingerprint, file);
+      else
+        ferry_set_error (error, FERRY_EXIT_SSH_HOSTKEY, "cannot add the host key of %s to %s: %s",
+                         name, file, ssh_get_error (s));
+    } else if (ssh_session_export_known_hosts_entry (s, &line) == SSH_OK) {
+      ferry_set_error (error, FERRY_EXIT_SSH_HOSTKEY,
+                       "host key of %s is not known (%s %s); if that is the right key, "
+                       "add this line to %s: %s", name, type, fingerprint, file,
+                       g_strchomp (line));
+    } else {
+      ferry_set_error (error, FERRY_EXIT_SSH_HOSTKEY, "host key of %s is not known (%s %s)",
+                       name, type, fingerprint);
+    }
+    break;
+  case SSH_KNOWN_HOSTS_ERROR:
+    ferry_set_error (error, FERRY_EXIT_SSH_HOSTKEY, "cannot check the host key of %s: %s",
+                     name, ssh_get_error (s));
+    break;
+  }
+
+out:
+  ssh_string_free_char (line);
+  ssh_string_free_char (file);
+  ssh_string_free_char (fingerprint);
+  ssh_clean_pubkey_hash (&hash);
+  ssh_key_free (key);
+  return ok;
+}
+
+static int step_none (void *s) { return ssh_userauth_none (s, NULL); }
+static int step_publickey (void *s) { return ssh_userauth_publickey_auto (s, NULL, NULL); }
+static int step_kbdint (void *s) { return ssh_userauth_kbdint (s, NULL, NULL); }
+
+struct password_step {
+  ssh_session session;
+  const char *password;
+};
+
+static int
+step_password (void *data)
+{
+  struct password_step *p = data;
+
+  return ssh_userauth_password (p->session, NULL, p->password);
+}
+
+/* Keyboard-interactive: every prompt goes to the terminal. */
+static int
+auth_kbdint (struct ferry_ssh_conn *c)
+{
+  ssh_session s = ferry_ssh_conn_session (c);
+  int rc;
+
+  while ((rc = ferry_ssh_conn_wait (c, step_kbdint, s, SSH_AUTH_AGAIN)) == SSH_AUTH_INFO) {
+    int n = ssh_userauth_kbdint_getnprompts (s);
+    for (int i = 0; i < n; i++) {
+      char echo = 0, answer[1024];
+      const char *prompt = ssh_userauth_kbdint_getprompt (s, (unsigned) i, &echo);
+      if (!tty_prompt (prompt, answer, sizeof answer, echo))
+        return SSH_AUTH_DENIED;
+      ssh_userauth_kbdint_setanswer (s, (unsigned) i, answer);
+      explicit_bzero (answer, sizeof answer);
+    }
+  }
+  return rc;
+}
+
+static int
+auth_password (struct ferry_ssh_conn *c)
+{
+  char password[1024];
+  g_autofree char *prompt = g_strdup_printf ("%s's password: ", ferry_ssh_conn_name (c));
+  struct password_step step = { ferry_ssh_conn_session (c), password };
+  int rc;
+
+  if (!tty_prompt (prompt, password, sizeof password, false))
+    return SSH_AUTH_DENIED;
+  rc = ferry_ssh_conn_wait (c, step_password, &step, SSH_AUTH_AGAIN);
+  explicit_bzero (password, sizeof password);
+  return rc;
+}
+
+static char *
+describe_methods (int methods)
+{
+  static const struct { int bit; const char *name; } names[] = {
+    { SSH_AUTH_METHOD_PUBLICKEY, "publickey" },
+    { SSH_AUTH_METHOD_PASSWORD, "password" },
+    { SSH_AUTH_METHOD_INTERACTIVE, "keyboard-interactive" },
+    { SSH_AUTH_METHOD_HOSTBASED, "hostbased" },
+    { SSH_AUTH_METHOD_GSSAPI_MIC, "gssapi-with-mic" },
+  };
+  GString *s = g_string_new (NULL);
+
+  for (size_t i = 0; i < G_N_ELEMENTS (names); i++)
+    if (methods & names[i].bit)
+      g_string_append_printf (s, "%s%s", s->len ? ", " : "", names[i].name);
+  if (s->len == 0)
+    g_string_append (s, "none");
+  return g_string_free (s, FALSE);
+}
+
+bool
+ferry_ssh_authenticate (struct ferry_ssh_conn *c, const struct address *a, bool ask_password,
+                        GError **error)
+{
+  ssh_session s = ferry_ssh_conn_session (c);
+  int rc = ferry_ssh_conn_wait (c, step_none, s, SSH_AUTH_AGAIN);
+  int methods;
+
+  if (rc == SSH_AUTH_SUCCESS)
+    return true;
+  methods = ssh_userauth_list (s, NULL);
+  if (rc != SSH_AUTH_ERROR && (methods & SSH_AUTH_METHOD_PUBLICKEY))
+    rc = ferry_ssh_conn_wait (c, step_publickey, s, SSH_AUTH_AGAIN);
+  if (rc != SSH_AUTH_SUCCESS && rc != SSH_AUTH_ERROR && rc != SSH_AUTH_AGAIN &&
+      ask_password) {
+    if (methods & SSH_AUTH_METHOD_INTERACTIVE)
+      rc = auth_kbdint (c);
+    if (rc != SSH_AUTH_SUCCESS && rc != SSH_AUTH_ERROR && (methods & SSH_AUTH_METHOD_PASSWORD))
+      rc = auth_password (c);
+  }
+  if (rc == SSH_AUTH_SUCCESS)
+    return true;
+  if (rc == SSH_AUTH_ERROR || rc == SSH_AUTH_AGAIN) {
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': authentication %s: %s",
+                     a->text, rc == SSH_AUTH_AGAIN ? "timed out" : "failed",
+                     rc == SSH_AUTH_AGAIN ? "no answer from the server" : ssh_get_error (s));
+    return false;
+  }
+  g_autofree char *accepted = describe_methods (ssh_userauth_list (s, NULL));
+  ferry_set_error (error, FERRY_EXIT_SSH_AUTH,
+                   "ssh authentication to %s failed: the server accepts %s; ferry tried "
+                   "%s%s", ferry_ssh_conn_name (c), accepted,
+                   a->ssh.keyfile ? "the ssh agent and keyfile=, then ~/.ssh/id_*"
+                                  : "the ssh agent and ~/.ssh/id_*",
+                   ask_password ? ", then password and keyboard-interactive on the terminal"
+                                : " (password and keyboard-interactive only with --ask-password)");
+  return false;
+}

@@ -1,0 +1,47 @@
+/* ferry: the blocking set-up of a new ssh session, before it joins the main
+ * loop (ssh-session.c): libssh's options, the host key, authentication and
+ * the terminal prompts it may need.  Each step is bounded by the connect
+ * timeout.  Errors name the host and the reason. */
+#ifndef FERRY_SSH_SETUP_H
+#define FERRY_SSH_SETUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <glib.h>
+#include <libssh/libssh.h>
+
+#include "address.h"
+#include "connect.h"
+#include "ssh-session.h"
+
+/* libssh's options for @address in OpenSSH's precedence: the host first,
+ * then ~/.ssh/config and /etc/ssh/ssh_config (parsed here, so that libssh
+ * does not parse them again later), then what ferry's command line says,
+ * which wins.  *@name becomes "USER@HOST:PORT", for messages.  Error:
+ * FERRY_EXIT_CONNECT. */
+bool ferry_ssh_configure (ssh_session session, const struct address *address,
+                          const struct connect_options *options, char **name,
+                          GError **error);
+
+/* Check the connected server's key against known_hosts, with @address's
+ * known_hosts_verify= policy (normal: only known keys; auto: add an unknown
+ * key; ignore: warn and go on).  A changed key always fails.  Error:
+ * FERRY_EXIT_SSH_HOSTKEY, with the line to add for an unknown key. */
+bool ferry_ssh_verify_host_key (ssh_session session, const char *name,
+                                const struct address *address, GError **error);
+
+/* The agent, then identity files (keyfile= first, then ~/.ssh/id_*); then,
+ * only with @ask_password and a terminal, keyboard-interactive and password.
+ * Errors: FERRY_EXIT_SSH_AUTH (the server's methods and what was tried), or
+ * FERRY_EXIT_CONNECT when the server fails or does not answer. */
+bool ferry_ssh_authenticate (struct ferry_ssh_conn *conn, const struct address *address,
+                             bool ask_password, GError **error);
+
+/* libssh's auth_function callback: a key passphrase, asked for on the
+ * controlling terminal (never stdio, which carries data), only when the
+ * bool at @data (--ask-password) is true. */
+int ferry_ssh_passphrase_prompt (const char *prompt, char *buf, size_t len, int echo,
+                                 int verify, void *data);
+
+#endif
