@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "gsource-release.h"
-#include "pipe-buffer.h"
+#include "buffer.h"
 
 /* One GSource per endpoint polls its fd(s) through GPollFDs that ferry
  * owns, so a change of interest only rewrites .events: glib reads them

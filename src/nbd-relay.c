@@ -11,9 +11,8 @@
 #include "gsource-release.h"
 #include "message.h"
 #include "nbd-framing.h"
-#include "nbd-pipe.h"
+#include "buffer-nbd-pipe.h"
 #include "nbd-proto.h"
-#include "ring.h"
 
 struct nbd_side {
   struct nbd_relay *nr;
@@ -22,11 +21,13 @@ struct nbd_side {
 };
 
 struct nbd_relay {
+  int refs;                   /* the creator's, and each watched buffer's */
   struct nbd_config config;
   char *label;                /* "" or "LABEL: " */
   struct nbd_framing *f;
   struct nbd_side up, down;
   GError *error;              /* the first violation */
+  bool error_reported;        /* handed to the relay (buffer_violation) */
   gint64 started;
   GSource *stats_timer;       /* with stats_interval */
   GSource *greeting_timer;    /* until the server greets */
@@ -128,34 +129,19 @@ inspect_pipe (void *data, uint8_t *bytes, size_t n)
   return true;
 }
 
-struct buffer *
-nbd_buffer_new (const struct nbd_config *config, bool splice, struct endpoint *src,
-                struct endpoint *dst, size_t size)
-{
-  struct buffer *b = NULL;
-
-  /* The guard edits what it forwards, which needs the bytes in memory. */
-  if (splice && !config->readonly && endpoint_splice_fd (dst, true) >= 0)
-    b = nbd_pipe_new (endpoint_splice_fd (src, false), size);
-  return b ? b : ring_new (size + NBD_RING_RESERVE);
-}
-
+/* The read-only guard's replies into the server -> client buffer, once the
+ * server's stream is between messages.  Only the guard inserts, and it
+ * always has a ring. */
 static void
-side_attach (struct nbd_side *side)
+watch_settle (struct buffer *b)
 {
-  if (nbd_pipe_is (side->buf))
-    nbd_pipe_set_inspector (side->buf, side->nr->f, side->dir, inspect_pipe, side);
-  else
-    ring_set_inspector (side->buf, inspect_ring, side, NBD_RING_RESERVE);
-}
-
-void
-nbd_relay_emit (struct nbd_relay *nr)
-{
-  /* Only the guard inserts, and it always has a ring. */
-  struct buffer *ring = nr->down.buf;
+  struct nbd_side *side = b->watcher_data;
+  struct nbd_relay *nr = side->nr;
+  struct buffer *ring = b;
   struct nbd_step step;
 
+  if (side->dir != NBD_S2C)
+    return;
   while (nr->error == NULL &&
          nbd_framing_feed (nr->f, NBD_S2C, NULL, 0, ring->size - ring->len, &step,
                            &nr->error) &&
@@ -169,6 +155,58 @@ const GError *
 nbd_relay_error (const struct nbd_relay *nr)
 {
   return nr->error;
+}
+
+static const GError *
+watch_violation (struct buffer *b)
+{
+  struct nbd_relay *nr = ((struct nbd_side *) b->watcher_data)->nr;
+
+  if (nr->error && !nr->error_reported) {
+    g_prefix_error (&nr->error, "NBD protocol violation: ");
+    nr->error_reported = true;
+  }
+  return nr->error;
+}
+
+static void nbd_relay_print_stats (struct nbd_relay *nr, bool final);
+
+/* Once per connection: on the client -> server side. */
+static void
+watch_finish (struct buffer *b)
+{
+  struct nbd_side *side = b->watcher_data;
+
+  if (side->dir == NBD_C2S)
+    nbd_relay_print_stats (side->nr, true);
+}
+
+static void
+watch_release (struct buffer *b)
+{
+  struct nbd_side *side = b->watcher_data;
+
+  side->buf = NULL;
+  nbd_relay_unref (side->nr);
+}
+
+static const struct buffer_watcher_ops nbd_watcher_ops = {
+  .settle = watch_settle,
+  .violation = watch_violation,
+  .finish = watch_finish,
+  .release = watch_release,
+};
+
+static void
+side_attach (struct nbd_side *side)
+{
+  if (nbd_pipe_is (side->buf))
+    nbd_pipe_set_inspector (side->buf, side->nr->f, side->dir, inspect_pipe, side);
+  else
+    ring_set_inspector (side->buf, inspect_ring, side, NBD_RING_RESERVE);
+  side->buf->watcher = &nbd_watcher_ops;
+  side->buf->watcher_data = side;
+  side->nr->refs++;
 }
 
 static void
@@ -250,7 +288,7 @@ format_commands (struct nbd_relay *nr, GString *out)
   }
 }
 
-void
+static void
 nbd_relay_print_stats (struct nbd_relay *nr, bool final)
 {
   g_autoptr (GString) out = g_string_new (NULL);
@@ -308,6 +346,7 @@ nbd_relay_new (const struct nbd_config *config, const char *label,
 {
   struct nbd_relay *nr = g_new0 (struct nbd_relay, 1);
 
+  nr->refs = 1;
   nr->config = *config;
   nr->label = label ? g_strdup_printf ("%s: ", label) : g_strdup ("");
   nr->f = nbd_framing_new (config->readonly);
@@ -327,9 +366,9 @@ nbd_relay_new (const struct nbd_config *config, const char *label,
 }
 
 void
-nbd_relay_free (struct nbd_relay *nr)
+nbd_relay_unref (struct nbd_relay *nr)
 {
-  if (nr == NULL)
+  if (nr == NULL || --nr->refs > 0)
     return;
   g_clear_pointer (&nr->stats_timer, gsource_release);
   g_clear_pointer (&nr->greeting_timer, gsource_release);

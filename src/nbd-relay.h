@@ -3,7 +3,7 @@
  * Each direction's buffer gets an inspector that feeds the bytes it has
  * just read to the connection's parser (nbd-framing.c).  Where the source
  * is a socket and the destination can splice, the buffer is a pipe that
- * moves payloads without copying them (nbd-pipe.c); otherwise, and always
+ * moves payloads without copying them (buffer-nbd-pipe.c); otherwise, and always
  * for --nbd-readonly, it is a ring, where the inspector applies the edits:
  * only --nbd-readonly drops or inserts anything.  Stats go to stderr or a
  * file at the end and every --stats-interval seconds. */
@@ -29,29 +29,19 @@ struct nbd_config {
 
 struct nbd_relay;
 
-/* The buffer of @size bytes for the direction @src -> @dst: an NBD pipe
- * when @splice (not --no-splice) and both ends allow, else a ring with
- * NBD_RING_RESERVE extra bytes. */
-struct buffer *nbd_buffer_new (const struct nbd_config *config, bool splice,
-                               struct endpoint *src, struct endpoint *dst, size_t size);
-
-/* Attach to @up (client -> server) and @down (server -> client), both
- * made by nbd_buffer_new() (or rings with NBD_RING_RESERVE extra bytes).
- * @label prefixes every line.
- * @wake is called when a timer found a violation (no greeting in time). */
+/* Watch @up (client -> server) and @down (server -> client), both made by
+ * buffer_new_for() with --nbd (or rings with NBD_RING_RESERVE extra
+ * bytes): their fills feed the parser, and the relay reaches it through
+ * the buffers' watcher (buffer.h): the guard's replies, the violation
+ * ("NBD protocol violation: ..."), the final stats.  Each buffer holds a
+ * reference until it is freed.  @label prefixes every line.  @wake is
+ * called when a timer found a violation (no greeting in time). */
 struct nbd_relay *nbd_relay_new (const struct nbd_config *config, const char *label,
                                  struct buffer *up, struct buffer *down,
                                  GSourceFunc wake, void *wake_data);
-void nbd_relay_free (struct nbd_relay *nr);
+void nbd_relay_unref (struct nbd_relay *nr);
 
-/* Put replies the read-only guard owes the client into @down, when the
- * server's stream is between messages.  Call after every move of bytes. */
-void nbd_relay_emit (struct nbd_relay *nr);
-
-/* The protocol violation seen, or NULL: the relay must end with it. */
+/* The protocol violation seen, or NULL. */
 const GError *nbd_relay_error (const struct nbd_relay *nr);
-
-/* Write the stats block (final: at the end of the connection). */
-void nbd_relay_print_stats (struct nbd_relay *nr, bool final);
 
 #endif

@@ -12,15 +12,14 @@
 #include <string.h>
 
 #include "exit-codes.h"
+#include "buffer.h"
 #include "gsource-release.h"
 #include "message.h"
-#include "pipe-buffer.h"
-#include "ring.h"
 
 struct pump {
   struct relay *relay;
   struct endpoint *src, *dst;
-  struct buffer *buf;         /* ring or pipe: filled from src, drained to dst */
+  struct buffer *buf;         /* from buffer_new_for(): filled from src, drained to dst */
   bool src_done;              /* EOF or read error seen, or reading stopped */
   bool dst_done;              /* everything delivered and dst's write side closed */
   bool failed;                /* dst failed: bytes were lost; reported already.
@@ -45,7 +44,6 @@ struct relay {
   GSource *idle_timer;        /* only with config.idle_timeout */
   GSource *eof_timer;         /* bound_eof_wait, after local EOF */
   GSource *done_source;       /* reports completion from the main loop */
-  struct nbd_relay *nbd;      /* with config.nbd.enabled */
   int exit_code;
   bool finished;
   relay_done_fn done;
@@ -261,8 +259,8 @@ relay_finish (struct relay *relay)
   relay->remote->ops->set_interest (relay->remote, false, false);
   g_clear_pointer (&relay->idle_timer, gsource_release);
   g_clear_pointer (&relay->eof_timer, gsource_release);
-  if (relay->nbd)
-    nbd_relay_print_stats (relay->nbd, true);
+  buffer_finish (relay->up.buf);
+  buffer_finish (relay->down.buf);
   if (relay->config.verbose) {
     double seconds = (g_get_monotonic_time () - relay->started) / 1e6;
     print_pump_stats (relay, &relay->up, seconds);
@@ -281,7 +279,7 @@ relay_finish (struct relay *relay)
 
 static void relay_settle (struct relay *relay);
 
-/* A timer of --nbd found a violation. */
+/* A buffer's watcher found a violation on a timer (buffer_watch_both). */
 static gboolean
 relay_wake (gpointer data)
 {
@@ -316,18 +314,24 @@ on_eof_wait_over (gpointer data)
 static void
 relay_settle (struct relay *relay)
 {
-  if (relay->nbd && nbd_relay_error (relay->nbd)) {
+  const GError *violation = buffer_violation (relay->up.buf);
+
+  if (violation == NULL)
+    violation = buffer_violation (relay->down.buf);
+  if (violation) {
     /* Both sides are closed at once: nothing more is worth delivering. */
-    ferry_error ("%s%sNBD protocol violation: %s (server: %s)", label_prefix (relay),
-                 label_sep (relay), nbd_relay_error (relay->nbd)->message,
-                 relay->remote->name);
-    relay->exit_code = FERRY_EXIT_PROTOCOL;
+    ferry_error ("%s%s%s (server: %s)", label_prefix (relay), label_sep (relay),
+                 violation->message, relay->remote->name);
+    relay->exit_code = violation->code;
     relay_finish (relay);
     return;
   }
-  /* The read-only guard's replies, once the server's stream allows. */
-  if (relay->nbd && !relay->down.failed)
-    nbd_relay_emit (relay->nbd);
+  /* Bytes a buffer's watcher adds itself (the NBD read-only guard's
+   * replies), into a direction that still delivers. */
+  if (!relay->up.failed)
+    buffer_settle (relay->up.buf);
+  if (!relay->down.failed)
+    buffer_settle (relay->down.buf);
   /* Local EOF with a bounded wait for the remote's end. */
   if (relay->config.bound_eof_wait && relay->up.src_done && !relay->down.src_done &&
       relay->eof_timer == NULL) {
@@ -432,27 +436,11 @@ static void
 pump_init (struct pump *p, struct relay *relay, struct endpoint *src,
            struct endpoint *dst, bool shutdown_at_end)
 {
-  size_t size = MAX (relay->config.buffer_size, src->read_buffer_min);
-
   p->relay = relay;
   p->src = src;
   p->dst = dst;
   p->shutdown_at_end = shutdown_at_end;
-  /* Splice when both ends allow it, straight across when one end is a
-   * pipe; a pipe that cannot be made (out of fds) leaves the copying
-   * path, which works everywhere. */
-  if (relay->config.splice && !relay->config.nbd.enabled &&
-      endpoint_splice_fd (src, false) >= 0 && endpoint_splice_fd (dst, true) >= 0) {
-    p->buf = pipe_buffer_new_direct (endpoint_splice_fd (src, false),
-                                     endpoint_splice_fd (dst, true), size);
-    if (p->buf == NULL)
-      p->buf = pipe_buffer_new (size);
-  }
-  /* --nbd parses what it reads: buffers of its own. */
-  if (relay->config.nbd.enabled)
-    p->buf = nbd_buffer_new (&relay->config.nbd, relay->config.splice, src, dst, size);
-  if (p->buf == NULL)
-    p->buf = ring_new (size);
+  p->buf = buffer_new_for (src, dst, &relay->config);
 }
 
 struct relay *
@@ -472,9 +460,7 @@ relay_new (struct endpoint *local, struct endpoint *remote,
   pump_init (&relay->down, relay, remote, local, true);
   local->ready = remote->ready = on_endpoint_ready;
   local->ready_data = remote->ready_data = relay;
-  if (config->nbd.enabled)
-    relay->nbd = nbd_relay_new (&config->nbd, config->label, relay->up.buf,
-                                relay->down.buf, relay_wake, relay);
+  buffer_watch_both (relay->up.buf, relay->down.buf, &relay->config, relay_wake, relay);
 
   if (config->idle_timeout > 0) {
     /* One timer, pushed forward lazily: traffic only updates a timestamp. */
@@ -496,7 +482,6 @@ relay_free (struct relay *relay)
   g_clear_pointer (&relay->idle_timer, gsource_release);
   g_clear_pointer (&relay->eof_timer, gsource_release);
   g_clear_pointer (&relay->done_source, gsource_release);
-  nbd_relay_free (relay->nbd);
   endpoint_free (relay->local);
   endpoint_free (relay->remote);
   buffer_free (relay->up.buf);

@@ -11,9 +11,10 @@
 
 #include <glib.h>
 
-#include "nbd-pipe.h"
+#include "buffer.h"
+#include "buffer-nbd-pipe.h"
 #include "nbd-relay.h"
-#include "ring.h"
+#include "relay.h"
 #include "session.h"
 
 /* Endpoints over memory: a source handing out @data in pieces of @piece
@@ -145,7 +146,7 @@ run_rings (const uint8_t *data, size_t len, GByteArray *got[2])
       rings[r.dir]->ops->drain (rings[r.dir], &sink.base);
     }
   }
-  nbd_relay_free (nr);
+  nbd_relay_unref (nr);
   buffer_free (rings[0]);
   buffer_free (rings[1]);
 }
@@ -181,13 +182,13 @@ struct pipe_dir {
 static void
 pipe_dir_init (struct pipe_dir *d, size_t size)
 {
-  struct nbd_config config = { .enabled = true };
+  struct relay_config config = { .buffer_size = size, .splice = true, .nbd.enabled = true };
 
   g_assert_cmpint (socketpair (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, d->feed), ==, 0);
   g_assert_cmpint (socketpair (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, d->out), ==, 0);
   d->src = (struct sock_endpoint) { { .ops = &sock_ops }, d->feed[1] };
   d->dst = (struct sock_endpoint) { { .ops = &sock_ops }, d->out[0] };
-  d->buf = nbd_buffer_new (&config, true, &d->src.base, &d->dst.base, size);
+  d->buf = buffer_new_for (&d->src.base, &d->dst.base, &config);
   g_assert_true (nbd_pipe_is (d->buf));
 }
 
@@ -246,7 +247,7 @@ run_pipes (const uint8_t *data, size_t len, GByteArray *got[2])
     g_assert_cmpint (dirs[i].buf->ops->fill (dirs[i].buf, &dirs[i].src.base), ==, 0);
     g_assert_null (nbd_relay_error (nr));
   }
-  nbd_relay_free (nr);
+  nbd_relay_unref (nr);
   pipe_dir_clear (&dirs[0]);
   pipe_dir_clear (&dirs[1]);
 }
@@ -275,7 +276,7 @@ test_pipe_violation (void)
   g_assert_nonnull (nbd_relay_error (nr));
   g_assert_nonnull (strstr (nbd_relay_error (nr)->message, "looks like a web server"));
   g_assert_cmpuint (down.buf->len, ==, 0);
-  nbd_relay_free (nr);
+  nbd_relay_unref (nr);
   pipe_dir_clear (&up);
   pipe_dir_clear (&down);
 }

@@ -1,7 +1,7 @@
-/* ferry: the NBD pipe buffer (see nbd-pipe.h). */
+/* ferry: the NBD pipe buffer (see buffer-nbd-pipe.h). */
 #include <config.h>
 
-#include "nbd-pipe.h"
+#include "buffer-nbd-pipe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,6 @@
 
 #include <glib.h>
 
-#include "pipe-buffer.h"
 
 struct nbd_pipe {
   struct buffer base;

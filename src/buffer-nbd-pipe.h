@@ -10,8 +10,8 @@
  * follows.  Drains splice from the pipe, so payloads never cross user
  * space, and bytes that break the rules never enter it.  Nothing can be
  * edited, so the read-only guard keeps the ring. */
-#ifndef FERRY_NBD_PIPE_H
-#define FERRY_NBD_PIPE_H
+#ifndef FERRY_BUFFER_NBD_PIPE_H
+#define FERRY_BUFFER_NBD_PIPE_H
 
 #include <stdbool.h>
 #include <stdint.h>

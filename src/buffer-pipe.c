@@ -1,7 +1,7 @@
 /* ferry: a pipe as a relay direction's buffer: ferry's own, or one end's. */
 #include <config.h>
 
-#include "pipe-buffer.h"
+#include "buffer.h"
 
 #include <errno.h>
 #include <fcntl.h>

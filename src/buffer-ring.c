@@ -1,7 +1,7 @@
 /* ferry: fixed-size byte ring. */
 #include <config.h>
 
-#include "ring.h"
+#include "buffer.h"
 
 #include <errno.h>
 #include <string.h>
