@@ -213,6 +213,26 @@ ssh_ep_set_interest (struct endpoint *ep, bool want_read, bool want_write)
   se->client.want_write = want_write && !se->eof_sent;
 }
 
+/* The channel is closed (the server's end went away, or the remote
+ * command exited), not just at EOF; or the whole session failed. */
+static bool
+ssh_ep_peer_gone (struct endpoint *ep)
+{
+  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
+
+  return ssh_conn_is_dead (se->conn) || ssh_channel_is_closed (se->channel);
+}
+
+/* After our EOF, the server's close says that it has written everything
+ * out: before that, ending the session would lose what sshd holds. */
+static bool
+ssh_ep_delivering (struct endpoint *ep)
+{
+  struct ssh_endpoint *se = (struct ssh_endpoint *) ep;
+
+  return se->eof_sent && !ssh_ep_peer_gone (ep);
+}
+
 static int
 ssh_ep_exit_code (struct endpoint *ep)
 {
@@ -258,6 +278,8 @@ static const struct endpoint_ops ssh_ops = {
   .set_interest = ssh_ep_set_interest,
   .free = ssh_ep_free,
   .exit_code = ssh_ep_exit_code,
+  .peer_gone = ssh_ep_peer_gone,
+  .delivering = ssh_ep_delivering,
 };
 
 /* One non-blocking libssh request, repeated by ssh_conn_wait. */

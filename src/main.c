@@ -35,8 +35,12 @@ static const char description[] =
   "End of stream (nothing that was read is ever dropped silently):\n"
   "  stdin EOF:  deliver what was read, then shutdown(SHUT_WR) the socket\n"
   "              (not with --no-shutdown); keep relaying socket -> stdout.\n"
-  "  socket EOF: deliver what was read to stdout, then close stdout; stop\n"
-  "              reading stdin but still deliver stdin bytes already read.\n"
+  "  socket EOF: deliver what was read to stdout, then close stdout; keep\n"
+  "              relaying stdin -> socket until stdin EOF (a half-close).\n"
+  "  peer gone:  (UNIX HUP, EPIPE/ECONNRESET, ssh channel closed) stop\n"
+  "              reading stdin at once; exit 4 if read bytes are undelivered.\n"
+  "  A TCP peer that closed while stdin is idle looks half-closed until ferry\n"
+  "  writes: ferry waits for stdin EOF, or --half-close-timeout SECS of idle.\n"
   "  ferry exits once both directions are finished.  Bytes that cannot be\n"
   "  delivered are counted in a message, and the exit code says so.\n"
   "\n"
@@ -173,7 +177,7 @@ main (int argc, char **argv)
   gboolean nbd = FALSE, nbd_readonly = FALSE;
   int stats_interval = 0, greeting_timeout = FERRY_DEFAULT_NBD_GREETING_TIMEOUT;
   char *stats_file = NULL;
-  int idle_timeout = 0, connect_timeout = 0;
+  int idle_timeout = 0, connect_timeout = 0, half_close_timeout = 0;
   int max_connections = 0, exit_idle_time = 0, drain_timeout = -1;
   bool activated;
   int rc;
@@ -216,6 +220,9 @@ main (int argc, char **argv)
       "Do not half-close the socket after stdin EOF", NULL },
     { "idle-timeout", 0, 0, G_OPTION_ARG_INT, &idle_timeout,
       "End the relay after SECS without traffic (exit 5)", "SECS" },
+    { "half-close-timeout", 0, 0, G_OPTION_ARG_INT, &half_close_timeout,
+      "Once one direction has ended, end the other after SECS idle (default: "
+      "never; a TCP peer that closed looks half-closed until ferry writes)", "SECS" },
     { "connect-timeout", 0, 0, G_OPTION_ARG_INT, &connect_timeout,
       "Give up connecting after SECS", "SECS" },
     { "max-connections", 0, 0, G_OPTION_ARG_INT, &max_connections,
@@ -291,6 +298,8 @@ main (int argc, char **argv)
   }
   if (!parse_count ("--idle-timeout", idle_timeout, "seconds",
                     &options.relay.idle_timeout, &error) ||
+      !parse_count ("--half-close-timeout", half_close_timeout, "seconds",
+                    &options.relay.half_close_timeout, &error) ||
       !parse_count ("--connect-timeout", connect_timeout, "seconds",
                     &options.connect.timeout, &error) ||
       !parse_count ("--max-connections", max_connections, "connections",
