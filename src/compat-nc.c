@@ -4,12 +4,17 @@
  *  - stdin EOF always half-closes the socket (-N is accepted and is the
  *    default): a tunnel must end when its client goes away, and libvirt
  *    runs "nc -q0" or plain "nc" expecting exactly that.
+ *  - End of stream otherwise as netcat-openbsd 1.219: as a client, stdin
+ *    is still sent after the network's EOF (until a peer gone completely:
+ *    see relay.h); with -l, the client's EOF ends the relay.
  *  - -q SECS bounds how long the reply may keep coming after stdin EOF, but
  *    bytes already read are delivered, even with -q0; without -q the reply
  *    is relayed until the socket's EOF.
  *  - -v prints ferry's per-direction statistics at exit; with -z it prints
  *    netcat's "Connection to HOST PORT port [tcp/NAME] succeeded!".
- *  - Errors are always one line on stderr; the exit code is 0 or 1. */
+ *  - Errors are always one line on stderr; the exit code is 0 or 1.  A
+ *    peer that goes away before taking everything makes netcat exit 0
+ *    silently; this nc names the count of bytes lost and exits 1. */
 #include <config.h>
 
 #include "compat.h"
@@ -163,6 +168,9 @@ compat_nc_main (int argc, char **argv)
   }
   options.address = address;
   options.relay.verbose = verbose && !zero_io;
+  /* netcat-openbsd 1.219 ends a listening relay at the client's EOF; as a
+   * client it keeps sending stdin after the network's EOF. */
+  options.relay.remote_eof_ends_local = options.listen;
 
   if (zero_io && !options.listen)
     return scan (&options, unix_socket ? NULL : host, port, verbose);

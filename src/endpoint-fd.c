@@ -44,6 +44,7 @@ struct fd_endpoint {
   bool is_stdio;
   bool keep_stdout_open;      /* stdio under listen -k */
   bool write_closed;
+  bool peer_gone;             /* a socket reported HUP: both directions shut */
   int saved_flags[2];         /* stdio: the fds' O_ flags before ferry */
 };
 
@@ -129,8 +130,13 @@ fd_source_dispatch (GSource *source, GSourceFunc callback, gpointer data)
   const GIOCondition wev = fe->watch[fe->n_watches - 1].pfd.revents;
   bool readable = fe->want_read && (rev & (G_IO_IN | failure));
   bool writable = fe->want_write && (wev & (G_IO_OUT | failure));
+  /* A socket's HUP means that its peer is gone, not just at EOF: the
+   * relay hears of it once even while it wants nothing from the socket. */
+  bool gone_now = fe->is_socket && !fe->peer_gone && (rev & G_IO_HUP);
 
   (void) callback; (void) data;
+  if (gone_now)
+    fe->peer_gone = true;
   for (int i = 0; i < fe->n_watches; i++) {
     struct fd_watch *w = &fe->watch[i];
     if (watch_unwanted_failure (w)) {
@@ -140,7 +146,7 @@ fd_source_dispatch (GSource *source, GSourceFunc callback, gpointer data)
     w->pfd.revents = 0;
   }
   /* The callback may free this endpoint: touch nothing after it. */
-  if (readable || writable)
+  if (readable || writable || gone_now)
     fe->base.ready (fe->base.ready_data, &fe->base, readable, writable);
   return G_SOURCE_CONTINUE;
 }
@@ -206,6 +212,12 @@ fd_shutdown_write (struct endpoint *ep)
   return 0;
 }
 
+static bool
+fd_peer_gone (struct endpoint *ep)
+{
+  return ((struct fd_endpoint *) ep)->peer_gone;
+}
+
 static void
 fd_free (struct endpoint *ep)
 {
@@ -230,6 +242,7 @@ static const struct endpoint_ops fd_ops = {
   .set_interest = fd_set_interest,
   .free = fd_free,
   .splice_fd = fd_splice_fd,
+  .peer_gone = fd_peer_gone,
 };
 
 static struct fd_endpoint *

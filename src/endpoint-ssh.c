@@ -213,6 +213,26 @@ channel_endpoint_set_interest (struct endpoint *ep, bool want_read, bool want_wr
   se->client.want_write = want_write && !se->eof_sent;
 }
 
+/* The channel is closed (the server's end went away, or the remote
+ * command exited), not just at EOF; or the whole session failed. */
+static bool
+channel_endpoint_peer_gone (struct endpoint *ep)
+{
+  struct channel_endpoint *se = (struct channel_endpoint *) ep;
+
+  return ferry_ssh_conn_is_dead (se->conn) || ssh_channel_is_closed (se->channel);
+}
+
+/* After our EOF, the server's close says that it has written everything
+ * out: before that, ending the session would lose what sshd holds. */
+static bool
+channel_endpoint_delivering (struct endpoint *ep)
+{
+  struct channel_endpoint *se = (struct channel_endpoint *) ep;
+
+  return se->eof_sent && !channel_endpoint_peer_gone (ep);
+}
+
 static int
 channel_endpoint_exit_code (struct endpoint *ep)
 {
@@ -258,6 +278,8 @@ static const struct endpoint_ops ssh_ops = {
   .set_interest = channel_endpoint_set_interest,
   .free = channel_endpoint_free,
   .exit_code = channel_endpoint_exit_code,
+  .peer_gone = channel_endpoint_peer_gone,
+  .delivering = channel_endpoint_delivering,
 };
 
 /* One non-blocking libssh request, repeated by ferry_ssh_conn_wait. */

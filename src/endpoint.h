@@ -15,7 +15,9 @@
 struct endpoint;
 
 /* @readable / @writable are only ever true for a direction the relay asked
- * for with set_interest, so an unrequested HUP or ERR cannot spin. */
+ * for with set_interest, so an unrequested HUP or ERR cannot spin.  Both
+ * are false once, when the endpoint finds its peer gone (peer_gone) while
+ * the relay wanted nothing, or when an ssh session processed input. */
 typedef void (*endpoint_ready_fn) (void *data, struct endpoint *ep,
                                    bool readable, bool writable);
 
@@ -43,6 +45,17 @@ struct endpoint_ops {
    * write to (@write) in place of readv/writev, or -1.  Endpoints that
    * must see the bytes (framing, encryption) leave this NULL. */
   int (*splice_fd) (struct endpoint *ep, bool write);
+  /* Optional: whether the peer has closed both directions, so nothing
+   * written now can be read (a UNIX socket's HUP, a reset TCP connection,
+   * a closed ssh channel), as opposed to an EOF that only ends what it
+   * sends.  NULL: never known. */
+  bool (*peer_gone) (struct endpoint *ep);
+  /* Optional: bytes already written may still be on their way, and would
+   * be lost if the endpoint were freed now (an ssh channel whose EOF the
+   * server has not yet answered with its close: sshd drops what it still
+   * holds when the session ends).  The relay waits, and hears of the change
+   * through @ready.  NULL: never. */
+  bool (*delivering) (struct endpoint *ep);
 };
 
 struct endpoint {
@@ -75,6 +88,18 @@ static inline int
 endpoint_splice_fd (struct endpoint *ep, bool write)
 {
   return ep->ops->splice_fd ? ep->ops->splice_fd (ep, write) : -1;
+}
+
+static inline bool
+endpoint_peer_gone (struct endpoint *ep)
+{
+  return ep->ops->peer_gone ? ep->ops->peer_gone (ep) : false;
+}
+
+static inline bool
+endpoint_delivering (struct endpoint *ep)
+{
+  return ep->ops->delivering ? ep->ops->delivering (ep) : false;
 }
 
 /* Shared by every endpoint kind's free(). */

@@ -44,8 +44,12 @@ static const char description[] =
   "End of stream (nothing that was read is ever dropped silently):\n"
   "  stdin EOF:  deliver what was read, then shutdown(SHUT_WR) the socket\n"
   "              (not with --no-shutdown); keep relaying socket -> stdout.\n"
-  "  socket EOF: deliver what was read to stdout, then close stdout; stop\n"
-  "              reading stdin but still deliver stdin bytes already read.\n"
+  "  socket EOF: deliver what was read to stdout, then close stdout; keep\n"
+  "              relaying stdin -> socket until stdin EOF (a half-close).\n"
+  "  peer gone:  (UNIX HUP, EPIPE/ECONNRESET, ssh channel closed) stop\n"
+  "              reading stdin at once; exit 4 if read bytes are undelivered.\n"
+  "  A TCP peer that closed while stdin is idle looks half-closed until ferry\n"
+  "  writes: ferry waits for stdin EOF, or --half-close-timeout SECS of idle.\n"
   "  ferry exits once both directions are finished.  Bytes that cannot be\n"
   "  delivered are counted in a message, and the exit code says so.\n"
   "\n"
@@ -267,6 +271,9 @@ static const struct option {
     "Do not half-close the socket after stdin EOF" },
   { "idle-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.relay.idle_timeout), "SECS",
     "End the relay after SECS without traffic (exit 5)" },
+  { "half-close-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.relay.half_close_timeout), "SECS",
+    "Once one direction has ended, end the other after SECS idle (default: "
+    "never; a TCP peer that closed looks half-closed until ferry writes)" },
   { "connect-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.connect.timeout), "SECS",
     "Give up connecting after SECS" },
   { "keepalive", 0, GROUP_RELAY, parse_keepalive, FIELD (options.connect.keepalive), "SECS",

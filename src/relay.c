@@ -27,6 +27,8 @@ struct pump {
                                  other direction needs its peer to progress */
   bool shutdown_at_end;       /* half-close dst once everything is delivered */
   bool reading;               /* src's read interest, as last set */
+  gint64 last_moved;          /* monotonic microseconds of the last byte read or
+                                 written (the relay's start before any) */
   guint64 bytes;              /* delivered to dst */
   guint64 dropped;            /* read from src after dst failed */
   char *scratch;              /* where those go when src wants more room */
@@ -43,6 +45,8 @@ struct relay {
   gint64 last_activity;
   GSource *idle_timer;        /* only with config.idle_timeout */
   GSource *eof_timer;         /* bound_eof_wait, after local EOF */
+  GSource *half_close_timer;  /* half_close_timeout, once one direction is done */
+  gint64 half_close_began;    /* when the first direction finished */
   GSource *done_source;       /* reports completion from the main loop */
   int exit_code;
   bool finished;
@@ -73,6 +77,10 @@ pump_fail (struct pump *p, const char *action, const char *what, int err)
                label_prefix (relay), label_sep (relay), action, what,
                g_strerror (err), p->bytes, lost);
   p->failed = true;
+  /* The remote peer is gone completely: local's further bytes could only
+   * be dropped, so local is read no more (README.md, "End of stream"). */
+  if (p == &relay->up && (err == EPIPE || err == ECONNRESET))
+    p->src_done = true;
   buffer_discard (p->buf);
   if (relay->exit_code == FERRY_EXIT_OK)
     relay->exit_code = FERRY_EXIT_IO;
@@ -126,7 +134,7 @@ pump_fill (struct pump *p)
   while (n < 0 && errno == EINTR);
 
   if (n > 0) {
-    p->relay->last_activity = g_get_monotonic_time ();
+    p->relay->last_activity = p->last_moved = g_get_monotonic_time ();
   } else if (n == 0) {
     p->src_done = true;
   } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -164,7 +172,7 @@ pump_flush (struct pump *p)
       break;
     }
     p->bytes += n;
-    p->relay->last_activity = g_get_monotonic_time ();
+    p->relay->last_activity = p->last_moved = g_get_monotonic_time ();
     if ((size_t) n < offered) {
       p->waited_writable++;
       return;
@@ -259,6 +267,7 @@ relay_finish (struct relay *relay)
   relay->remote->ops->set_interest (relay->remote, false, false);
   g_clear_pointer (&relay->idle_timer, gsource_release);
   g_clear_pointer (&relay->eof_timer, gsource_release);
+  g_clear_pointer (&relay->half_close_timer, gsource_release);
   buffer_finish (relay->up.buf);
   buffer_finish (relay->down.buf);
   if (relay->config.verbose) {
@@ -276,6 +285,19 @@ relay_finish (struct relay *relay)
   g_source_set_callback (relay->done_source, report_done, relay, NULL);
   gsource_attach (relay->done_source);
 }
+
+/* A timer that fires once per g_source_set_ready_time(), pushed forward
+ * lazily: traffic only updates a timestamp. */
+static gboolean
+one_shot_timer_dispatch (GSource *source, GSourceFunc callback, gpointer data)
+{
+  g_source_set_ready_time (source, -1);
+  return callback (data);
+}
+
+static GSourceFuncs one_shot_timer_funcs = {
+  .dispatch = one_shot_timer_dispatch,
+};
 
 static void relay_settle (struct relay *relay);
 
@@ -310,6 +332,60 @@ on_eof_wait_over (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* --half-close-timeout: the direction still open, once the other is done. */
+static struct pump *
+half_close_open_pump (struct relay *relay)
+{
+  return pump_finished (&relay->up) ? &relay->down : &relay->up;
+}
+
+/* When the open direction will have been idle for the timeout: counted from
+ * its last byte, and never from before the other direction finished. */
+static gint64
+half_close_deadline (struct relay *relay)
+{
+  return MAX (half_close_open_pump (relay)->last_moved, relay->half_close_began) +
+         (gint64) relay->config.half_close_timeout * G_USEC_PER_SEC;
+}
+
+/* The open direction has been idle for the timeout: end it as if its
+ * source had ended.  What it still holds could not move for that long: it
+ * is reported as not delivered. */
+static gboolean
+on_half_close_check (gpointer data)
+{
+  struct relay *relay = data;
+  struct pump *p = half_close_open_pump (relay);
+  gint64 deadline = half_close_deadline (relay);
+
+  if (g_get_monotonic_time () < deadline) {
+    g_source_set_ready_time (relay->half_close_timer, deadline);
+    return G_SOURCE_CONTINUE;
+  }
+  if (!buffer_is_empty (p->buf)) {
+    g_autofree char *why = g_strdup_printf ("%s -> %s idle for %u s after the other "
+                                            "direction ended (--half-close-timeout)",
+                                            p->src->name, endpoint_write_name (p->dst),
+                                            relay->config.half_close_timeout);
+    relay_abandon (relay, why, FERRY_EXIT_IO);
+    return G_SOURCE_CONTINUE;
+  }
+  p->src_done = true;
+  pump_flush (p);
+  relay_settle (relay);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+half_close_timer_start (struct relay *relay)
+{
+  relay->half_close_began = g_get_monotonic_time ();
+  relay->half_close_timer = g_source_new (&one_shot_timer_funcs, sizeof (GSource));
+  g_source_set_callback (relay->half_close_timer, on_half_close_check, relay, NULL);
+  g_source_set_ready_time (relay->half_close_timer, half_close_deadline (relay));
+  gsource_attach (relay->half_close_timer);
+}
+
 /* Apply the end-of-stream rules, then derive the watches. */
 static void
 relay_settle (struct relay *relay)
@@ -341,9 +417,14 @@ relay_settle (struct relay *relay)
       relay->eof_timer = gsource_timer_new (relay->config.eof_wait, on_eof_wait_over, relay);
     }
   }
-  /* Remote EOF (or failure): stop reading local, but keep delivering
-   * what was already read from it. */
-  if ((relay->down.src_done || relay->down.failed) && !relay->up.src_done) {
+  /* A remote EOF ends the download alone: the upload goes on until local
+   * EOF (unless remote_eof_ends_local).  A remote peer gone completely
+   * takes nothing more, and a local write side that failed will take no
+   * answer: stop reading local at once, but still offer what was already
+   * read from it (the count of what the remote cannot take is reported). */
+  if (!relay->up.src_done &&
+      (relay->down.failed || endpoint_peer_gone (relay->remote) ||
+       (relay->config.remote_eof_ends_local && relay->down.src_done))) {
     relay->up.src_done = true;
     pump_flush (&relay->up);
   }
@@ -355,9 +436,16 @@ relay_settle (struct relay *relay)
   if (relay->down.failed && pump_finished (&relay->up))
     relay->down.src_done = true;
   if (pump_finished (&relay->up) && pump_finished (&relay->down)) {
-    relay_finish (relay);
-    return;
+    /* Unless the far side still has to confirm what it was given. */
+    if (!(relay->up.dst_done && endpoint_delivering (relay->remote)) &&
+        !(relay->down.dst_done && endpoint_delivering (relay->local))) {
+      relay_finish (relay);
+      return;
+    }
   }
+  if (relay->config.half_close_timeout > 0 && relay->half_close_timer == NULL &&
+      (pump_finished (&relay->up) || pump_finished (&relay->down)))
+    half_close_timer_start (relay);
   relay_update_interest (relay);
 }
 
@@ -421,17 +509,6 @@ on_idle_check (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-static gboolean
-idle_timer_dispatch (GSource *source, GSourceFunc callback, gpointer data)
-{
-  g_source_set_ready_time (source, -1);
-  return callback (data);
-}
-
-static GSourceFuncs idle_timer_funcs = {
-  .dispatch = idle_timer_dispatch,
-};
-
 static void
 pump_init (struct pump *p, struct relay *relay, struct endpoint *src,
            struct endpoint *dst, bool shutdown_at_end)
@@ -440,6 +517,7 @@ pump_init (struct pump *p, struct relay *relay, struct endpoint *src,
   p->src = src;
   p->dst = dst;
   p->shutdown_at_end = shutdown_at_end;
+  p->last_moved = relay->started;
   p->buf = buffer_new_for (src, dst, &relay->config);
 }
 
@@ -464,7 +542,7 @@ relay_new (struct endpoint *local, struct endpoint *remote,
 
   if (config->idle_timeout > 0) {
     /* One timer, pushed forward lazily: traffic only updates a timestamp. */
-    relay->idle_timer = g_source_new (&idle_timer_funcs, sizeof (GSource));
+    relay->idle_timer = g_source_new (&one_shot_timer_funcs, sizeof (GSource));
     g_source_set_callback (relay->idle_timer, on_idle_check, relay, NULL);
     g_source_set_ready_time (relay->idle_timer,
                              relay->started + (gint64) config->idle_timeout * G_USEC_PER_SEC);
@@ -481,6 +559,7 @@ relay_free (struct relay *relay)
     return;
   g_clear_pointer (&relay->idle_timer, gsource_release);
   g_clear_pointer (&relay->eof_timer, gsource_release);
+  g_clear_pointer (&relay->half_close_timer, gsource_release);
   g_clear_pointer (&relay->done_source, gsource_release);
   endpoint_free (relay->local);
   endpoint_free (relay->remote);

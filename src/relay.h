@@ -3,11 +3,18 @@
  * "local" is the side ferry serves (its stdio, or an accepted connection);
  * "remote" is the address it reached.  Many relays can share one main loop.
  *
- * End-of-stream rules (README.md, "End of stream"):
+ * End-of-stream rules (README.md, "End of stream"); an EOF ends one
+ * direction only, whichever side sends it:
  *  - local EOF: deliver what was read to remote, then half-close remote
  *    (unless half_close is false); keep relaying remote -> local.
- *  - remote EOF: stop reading local, deliver what was read to local, then
- *    close local's write side; still deliver bytes already read from local.
+ *  - remote EOF: deliver what was read to local, then close local's write
+ *    side; keep relaying local -> remote until local EOF.
+ *  - remote gone completely (endpoint_peer_gone: a UNIX socket's HUP, a
+ *    reset, a closed ssh channel), or local's write side failed: stop
+ *    reading local at once; what was read from it and cannot be delivered
+ *    is counted and reported (exit 4).
+ *  - half_close_timeout: once one direction is done, end the other after
+ *    it has been idle that long (a TCP peer that closed looks half-closed).
  *  - done when both directions are finished: every byte read was written,
  *    or a failure was reported with the count of bytes that were not. */
 #ifndef FERRY_RELAY_H
@@ -26,11 +33,16 @@ struct relay_config {
   bool half_close;            /* shutdown(SHUT_WR) remote after local EOF */
   bool splice;                /* move bytes with splice(2) where both ends allow */
   unsigned idle_timeout;      /* seconds without traffic before giving up; 0 = never */
+  unsigned half_close_timeout;  /* once one direction is done, seconds the other
+                                   may stay idle before it is ended too (exit 0
+                                   if nothing is left undelivered); 0 = never */
   bool bound_eof_wait;        /* after local EOF, stop reading remote once
                                  @eof_wait seconds have passed (nc -q);
                                  false: read remote until its EOF */
   unsigned eof_wait;          /* seconds; 0 stops at once.  Bytes already
                                  read are still delivered both ways. */
+  bool remote_eof_ends_local; /* remote EOF also stops reading local (nc -l,
+                                 as netcat-openbsd's listen mode does) */
   bool verbose;               /* print statistics when done */
   const char *label;          /* prefix for messages, e.g. "connection 3"; may be NULL */
   struct nbd_config nbd;      /* --nbd: parse, check and count NBD */

@@ -108,19 +108,23 @@ conn_dispatch (GSource *source, GSourceFunc callback, gpointer data)
 {
   struct conn_source *cs = (struct conn_source *) source;
   g_autoptr (FerrySshConn) c = ferry_ssh_conn_ref (cs->conn);
+  bool processed = false;
 
   (void) callback; (void) data;
   if (cs->tag && g_source_query_unix_fd (source, cs->tag)) {
     ssh_event_dopoll (c->event, 0);
     mark_buffered (c, NULL);
     check_alive (c);
+    processed = true;
   }
   /* Every client that wants something tries: a read or write that cannot
-   * proceed costs one EAGAIN.  The relay never frees an endpoint from
-   * inside its ready callback, so the array is stable here. */
+   * proceed costs one EAGAIN.  The others hear of processed input (or of
+   * the session's death) too: it may have closed their channel, which
+   * ends a relay that waits for nothing.  The relay never frees an
+   * endpoint from inside its ready callback, so the array is stable here. */
   for (guint i = 0; i < c->clients->len; i++) {
     struct ferry_ssh_client *cl = g_ptr_array_index (c->clients, i);
-    if (cl->want_read || cl->want_write)
+    if (cl->want_read || cl->want_write || processed || c->dead)
       cl->ep->ready (cl->ep->ready_data, cl->ep, cl->want_read, cl->want_write);
   }
   if (c->dead)

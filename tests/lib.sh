@@ -330,3 +330,52 @@ half_close_exchange () {  # UP_BYTES REPLY_BYTES DELAY
     assert_same_file "$T/up" "$T/server-got" "upload"
     assert_same_file "$T/reply" "$T/got" "reply"
 }
+
+# A python3 peer for the end-of-stream scenarios (tests/eos-peer.py; see its
+# modes): listen on, or connect to, ADDRESS (ferry's form, e.g. $FERRY_ADDR).
+# Started with bg: its PID is in $LAST_PID.
+eos_peer () {  # listen|connect ADDRESS MODE ARGS...
+    need python3
+    bg python3 "$(dirname "${BASH_SOURCE[0]}")/eos-peer.py" "$@"
+}
+
+# "BYTES SHA256" of FILE, as eos_peer writes them for what it read.
+size_sum () {  # FILE
+    echo "$(stat -c %s "$1") $(sha "$1")"
+}
+
+# The server sends a 1-byte reply, half-closes (shutdown(SHUT_WR)) and then
+# reads to EOF, while 64 MiB are piped into ferry: the server must get all
+# of it and ferry must exit 0 with the reply on stdout.  Then the same
+# through ferry -l LISTEN TARGET, with a client (eos-peer, sending while it
+# reads) as the uploader: the server's half-close is passed on to the client,
+# the client's to the server.
+half_close_peer_first () {  # unix|tcp
+    local family=$1 rc forwarder
+    make_data up $((64 * 1024 * 1024))
+    printf x > "$T/reply"
+    listen_addresses "$family"
+    eos_peer listen "$FERRY_ADDR" half-close-first "$T/reply" "$T/server-got"
+    local server=$LAST_PID
+    wait_for_listener "$family" "$server"
+    cat "$T/up" | within 60 "$FERRY" "$FERRY_ADDR" > "$T/got" 2> "$T/err" ||
+        fail "ferry exited $? after the server's half-close: $(cat "$T/err")"
+    wait_exit 10 "$server" || fail "server exited $?"
+    assert_eq "$(size_sum "$T/up")" "$(cat "$T/server-got")" "upload after the server's half-close"
+    assert_eq x "$(cat "$T/got")" "reply"
+
+    rm -f "$T/server-got"
+    eos_peer listen "$FERRY_ADDR" half-close-first "$T/reply" "$T/server-got"
+    server=$LAST_PID
+    wait_for_listener "$family" "$server"
+    bg "$FERRY" -l "unix:$T/fwd.sock" "$FERRY_ADDR"
+    forwarder=$LAST_PID
+    wait_for_socket "$T/fwd.sock" "$forwarder"
+    eos_peer connect "unix:$T/fwd.sock" both "$T/up" "$T/client-got"
+    wait_exit 60 "$LAST_PID" || fail "client exited $?"
+    rc=0; wait_exit 10 "$forwarder" || rc=$?
+    assert_eq 0 "$rc" "forwarding ferry's exit code"
+    wait_exit 10 "$server" || fail "server exited $?"
+    assert_eq "$(size_sum "$T/up")" "$(cat "$T/server-got")" "forwarded upload after the server's half-close"
+    assert_eq "$(size_sum "$T/reply")" "$(cat "$T/client-got")" "forwarded reply"
+}

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # ferry -l -k accepts one connection after another on the same socket, with
 # its stdout staying open across them; SIGTERM ends it with exit 143, and
-# it removes its socket file.
+# it removes its socket file.  Its stdin stays open and silent: a client's
+# half-close ends one direction only, so --half-close-timeout=1 ends each
+# connection once the listener's side has been idle 1 s.
 . "$(dirname "$0")/lib.sh"
 silent_fifo server-in
 mkfifo "$T/server-out"
-"$FERRY" -l -k "unix:$T/s.sock" < "$T/server-in" > "$T/server-out" & track $!
+"$FERRY" -l -k --half-close-timeout=1 "unix:$T/s.sock" < "$T/server-in" > "$T/server-out" & track $!
 server=$LAST_PID
 cat < "$T/server-out" > "$T/server-got" & track $!
 reader=$LAST_PID

@@ -35,7 +35,9 @@ assert_ferry_error 3 "$rc" "$T/err" "ferry: cannot listen on '$T/s.sock': Addres
 sleep 0.2
 kill -0 "$server" 2>/dev/null || fail "the live listener exited: it was disturbed"
 [ -S "$T/s.sock" ] || fail "the live listener's socket file was removed"
-printf 'still here\n' | within 10 "$FERRY" "unix:$T/s.sock"
+# A client that closes completely (the listener's stdin stays open: a
+# client's half-close alone would not end its relay).
+printf 'still here\n' | within 10 socat -u - "UNIX-CONNECT:$T/s.sock"
 rc=0; wait_exit 10 "$server" || rc=$?
 assert_eq 0 "$rc" "the live listener's exit code"
 assert_eq "still here" "$(cat "$T/server-got")" "what the live listener received"

@@ -5,7 +5,9 @@
 # loopback a 2 MiB window, up to 2.5 MiB in libssh, ferry's own ~10 MiB;
 # 13-16 MiB measured), and it uses under 5% CPU while stopped.  libssh 0.10
 # widens the window after small reads whatever it holds, which let a slow
-# reader's ferry take all 96 MiB.  Then everything arrives, intact.
+# reader's ferry take all 96 MiB.  Then everything arrives, intact.  (stdin
+# stays open: sshd passes the server's close on as the channel's EOF only, so
+# --half-close-timeout=1 ends the relay once the download is done.)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 need socat sha256sum dd
@@ -17,7 +19,7 @@ wait_for_socket "$T/s.sock"
 silent_fifo in
 mkfifo "$T/out"
 
-env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" -v "$(ssh_base)$T/s.sock?proxy=direct&keyfile=$SSH_KEY" \
+env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" -v --half-close-timeout=1 "$(ssh_base)$T/s.sock?proxy=direct&keyfile=$SSH_KEY" \
     < "$T/in" > "$T/out" 2> "$T/err" & track $!
 ferry=$LAST_PID
 # The reader opens the FIFO at once, reads nothing until $T/slow, then

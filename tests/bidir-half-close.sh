@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# 256 MiB each way at once, over UNIX and over TCP, each side half-closing
+# as soon as its own sending is done (the server, eos-peer "both", may
+# finish first or last): both directions arrive intact, 20 times in a row.
+# The bench's "both" scenario does the same at larger sizes.
+. "$(dirname "$0")/lib.sh"
+need cmp
+size=$((256 * 1024 * 1024))
+rounds=${FERRY_BIDIR_ROUNDS:-20}
+make_data data "$size"
+for family in unix tcp; do
+    for round in $(seq "$rounds"); do
+        listen_addresses "$family"
+        rm -f "$T/server-got"
+        # Both compare with the file rather than hash: 20 rounds stay short.
+        eos_peer listen "$FERRY_ADDR" both "$T/data" "$T/server-got" "$T/data"
+        server=$LAST_PID
+        wait_for_listener "$family" "$server"
+        within 60 "$FERRY" "$FERRY_ADDR" < "$T/data" 2> "$T/err" |
+            cmp - "$T/data" > "$T/client-cmp" 2>&1
+        rcs=("${PIPESTATUS[@]}")
+        assert_eq 0 "${rcs[0]}" "$family round $round: ferry exit code ($(cat "$T/err"))"
+        assert_eq 0 "${rcs[1]}" "$family round $round: download ($(cat "$T/client-cmp"))"
+        wait_exit 30 "$server" || fail "$family round $round: server exited $?"
+        assert_eq "$size identical" "$(cat "$T/server-got")" "$family round $round: upload"
+    done
+done
+echo "$rounds rounds of $size bytes each way over UNIX and TCP, all intact"
