@@ -23,7 +23,8 @@ struct forward {
   struct dialer *dialer;      /* connects to @target (one shared ssh session) */
   struct worker_pool *workers; /* NULL when the dialer needs the main loop */
   GPtrArray *listeners;       /* struct listener; NULL once stopping */
-  GPtrArray *connections;     /* struct connection, the live ones; freed on removal */
+  GPtrArray *connections;     /* struct connection, the live ones; each holds
+                                 a reference, dropped on removal */
   bool accepting;             /* false after the first connection without -k,
                                  and once stopping */
   unsigned peak;              /* most connections live at once */
@@ -40,8 +41,11 @@ struct forward {
 
 /* One accepted connection.  Its relay lives in @context: only callbacks
  * run there touch @relay, and they are queued in order, so the start always
- * comes before a drain, an abandon or a cancel. */
+ * comes before a drain, an abandon or a cancel.  Each queued callback holds
+ * a reference: the main loop may retire the connection (its end reported)
+ * while a drain queued by a signal still waits on the worker. */
 struct connection {
+  gint refs;                  /* the live array's, and each queued callback's */
   struct forward *forward;
   int fd;                     /* the accepted socket, until the relay owns it */
   char *peer;                 /* names the connection in messages */
@@ -148,14 +152,45 @@ connection_ended (struct forward *f, int exit_code)
   }
 }
 
-static void
-connection_free (struct connection *c)
+static struct connection *
+connection_ref (struct connection *c)
 {
-  if (c->worker)
-    worker_release (c->worker);
+  g_atomic_int_inc (&c->refs);
+  return c;
+}
+
+/* On any thread: the last reference frees the connection. */
+static void
+connection_unref (gpointer data)
+{
+  struct connection *c = data;
+
+  if (!g_atomic_int_dec_and_test (&c->refs))
+    return;
   gsource_release (c->ended);
   g_free (c->peer);
   g_free (c);
+}
+
+/* On the main loop, as the connection leaves the live array: its worker
+ * takes another (the pool counts on this thread). */
+static void
+connection_retire (gpointer data)
+{
+  struct connection *c = data;
+
+  if (c->worker)
+    worker_release (c->worker);
+  connection_unref (c);
+}
+
+/* Queue @fn for @c in its context: at once on the main loop, in order on
+ * a worker.  The callback holds a reference until it has run. */
+static void
+connection_invoke (struct connection *c, GSourceFunc fn)
+{
+  g_main_context_invoke_full (c->context, G_PRIORITY_DEFAULT, fn,
+                              connection_ref (c), connection_unref);
 }
 
 /* On the main loop. */
@@ -248,11 +283,8 @@ connection_cancel (gpointer data)
 static void
 forward_each (struct forward *f, GSourceFunc fn)
 {
-  for (guint i = 0; i < f->connections->len; i++) {
-    struct connection *c = f->connections->pdata[i];
-
-    g_main_context_invoke (c->context, fn, c);
-  }
+  for (guint i = 0; i < f->connections->len; i++)
+    connection_invoke (f->connections->pdata[i], fn);
 }
 
 static void
@@ -261,6 +293,7 @@ on_accept (int fd, const char *peer, void *data)
   struct forward *f = data;
   struct connection *c = g_new0 (struct connection, 1);
 
+  c->refs = 1;
   f->served++;
   if (!f->options->keep_listening)
     f->accepting = false;
@@ -276,7 +309,7 @@ on_accept (int fd, const char *peer, void *data)
   g_ptr_array_add (f->connections, c);
   f->peak = MAX (f->peak, f->connections->len);
   forward_update (f);
-  g_main_context_invoke (c->context, connection_start, c);
+  connection_invoke (c, connection_start);
 }
 
 static gboolean
@@ -335,7 +368,7 @@ forward_new (const struct ferry_options *options, const struct address *listen_a
   f->done = done;
   f->done_data = data;
   f->accepting = true;
-  f->connections = g_ptr_array_new_with_free_func ((GDestroyNotify) connection_free);
+  f->connections = g_ptr_array_new_with_free_func (connection_retire);
   f->listeners = g_ptr_array_new_with_free_func ((GDestroyNotify) listener_free);
   f->dialer = dialer_new (target, &options->connect, &err);
   if (f->dialer && dialer_is_thread_safe (f->dialer))
@@ -369,9 +402,10 @@ forward_free (struct forward *f)
   g_clear_pointer (&f->drain_timer, gsource_release);
   g_clear_pointer (&f->listeners, g_ptr_array_unref);
   forward_each (f, connection_cancel);
-  /* After the workers: a worker may still be reporting a connection's end. */
-  worker_pool_free (f->workers);
+  /* Before the workers go: retiring a connection releases its worker.  The
+   * queued cancels keep the connections until they have run. */
   g_ptr_array_unref (f->connections);
+  worker_pool_free (f->workers);
   dialer_free (f->dialer);
   g_free (f);
 }

@@ -152,6 +152,14 @@ ferry_run (const struct ferry_options *requested)
   relay_free (run.relay);
   listener_free (run.listener);
   forward_free (run.forward);
+  /* The exit code stands: a signal from now on (nbdcopy SIGTERMs its
+   * [ CMD ] as it ends) must not kill ferry once glib restores the default
+   * action.  Only this thread is left, the workers are joined. */
+  sigset_t late;
+  sigemptyset (&late);
+  sigaddset (&late, SIGINT);
+  sigaddset (&late, SIGTERM);
+  sigprocmask (SIG_BLOCK, &late, NULL);
   g_source_remove (sigint_id);
   g_source_remove (sigterm_id);
   g_main_loop_unref (run.loop);
