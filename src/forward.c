@@ -31,8 +31,10 @@ struct forward {
   guint64 served;             /* connections accepted */
   GSource *idle_exit;         /* --exit-idle-time countdown while none is live */
   GSource *drain_timer;       /* --drain-timeout countdown while stopping */
-  const char *signal_name;    /* once stopping: "SIGTERM" or "SIGINT" */
+  const char *signal_name;    /* once stopping: "SIGTERM", "SIGINT", ... */
   int stop_code;              /* once stopping: the signal's exit code; else 0 */
+  char *expired_why;          /* once stopping: why a relay is cut at --drain-timeout */
+  char *cut_why;              /* once cut (a second signal): why every relay is */
   unsigned drained, cut;      /* while stopping: relays that delivered all or not */
   bool finished;
   forward_done_fn done;
@@ -255,16 +257,34 @@ connection_drain (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* The worker reads the reasons that the main loop set before queuing. */
 static gboolean
-connection_abandon (gpointer data)
+connection_abandon_expired (gpointer data)
 {
   struct connection *c = data;
-  struct forward *f = c->forward;
-  g_autofree char *why = g_strdup_printf ("not drained within --drain-timeout %u s",
-                                          f->options->drain_timeout);
 
   if (c->relay)
-    relay_abandon (c->relay, why, f->stop_code);
+    relay_abandon (c->relay, c->forward->expired_why, c->forward->stop_code);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+connection_abandon_cut (gpointer data)
+{
+  struct connection *c = data;
+
+  if (c->relay)
+    relay_abandon (c->relay, c->forward->cut_why, c->forward->stop_code);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+connection_print_stats (gpointer data)
+{
+  struct connection *c = data;
+
+  if (c->relay)
+    relay_print_stats (c->relay);
   return G_SOURCE_REMOVE;
 }
 
@@ -319,7 +339,7 @@ on_drain_timeout (gpointer data)
 
   g_clear_pointer (&f->drain_timer, gsource_release);
   /* Each end is reported from the main loop, so the array holds still. */
-  forward_each (f, connection_abandon);
+  forward_each (f, connection_abandon_expired);
   return G_SOURCE_REMOVE;
 }
 
@@ -330,6 +350,8 @@ forward_stop (struct forward *f, const char *signal_name, int signal_exit_code)
     return false;
   f->signal_name = signal_name;
   f->stop_code = signal_exit_code;
+  f->expired_why = g_strdup_printf ("not drained within --drain-timeout %u s",
+                                    f->options->drain_timeout);
   f->accepting = false;
   /* Closing the listeners refuses new clients instead of leaving them
    * waiting in a backlog nobody will serve. */
@@ -342,6 +364,29 @@ forward_stop (struct forward *f, const char *signal_name, int signal_exit_code)
   forward_each (f, connection_drain);
   f->drain_timer = timer_new (f->options->drain_timeout, on_drain_timeout, f);
   return true;
+}
+
+void
+forward_cut (struct forward *f, const char *signal_name, int signal_exit_code)
+{
+  bool again = f->stop_code != 0;
+
+  if (!again)
+    forward_stop (f, signal_name, signal_exit_code);
+  if (f->finished || f->cut_why)
+    return;
+  g_clear_pointer (&f->drain_timer, gsource_release);
+  f->cut_why = again ? g_strdup_printf ("stopped by %s, then %s", f->signal_name, signal_name)
+                     : g_strdup_printf ("stopped by %s", signal_name);
+  forward_each (f, connection_abandon_cut);
+}
+
+void
+forward_print_stats (struct forward *f)
+{
+  ferry_error ("%u live connections, %" G_GUINT64_FORMAT " accepted", f->connections->len,
+               f->served);
+  forward_each (f, connection_print_stats);
 }
 
 struct forward *
@@ -407,5 +452,7 @@ forward_free (struct forward *f)
   g_ptr_array_unref (f->connections);
   worker_pool_free (f->workers);
   dialer_free (f->dialer);
+  g_free (f->expired_why);
+  g_free (f->cut_why);
   g_free (f);
 }

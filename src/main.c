@@ -44,9 +44,13 @@ static const char description[] =
   "  each accepted connection is relayed to its own new connection to TARGET,\n"
   "  with its own buffers and the rules above.  One connection's failure ends\n"
   "  that connection alone.  Without -k ferry exits after the first connection\n"
-  "  with its exit code; with -k it keeps accepting.  SIGTERM/SIGINT stops\n"
-  "  accepting and drains the live connections (exit 0 if all delivered\n"
-  "  everything, else 143/130); a second signal exits at once.\n"
+  "  with its exit code; with -k it keeps accepting.\n"
+  "\n"
+  "Signals: SIGTERM, SIGINT or SIGHUP stops reading (and accepting) and\n"
+  "  delivers what is buffered for up to --drain-timeout; exit 0 if every\n"
+  "  byte read was delivered, else one line with the count and 128+signal\n"
+  "  (143, 130, 129).  A second signal, or SIGQUIT (131), gives up at once\n"
+  "  with the count.  SIGUSR1 prints each live relay's statistics.\n"
   "\n"
   "Socket activation (systemd, or nbdcopy/nbdinfo '[ CMD ]'):\n"
   "  when LISTEN_PID is ferry's pid, 'ferry [OPTIONS] TARGET' accepts on the\n"
@@ -65,7 +69,8 @@ static const char description[] =
   "  4 I/O failure during the relay, 5 idle timeout,\n"
   "  6 NBD protocol violation (--nbd),\n"
   "  7 ssh host key unknown or changed, 8 ssh authentication failed,\n"
-  "  130 SIGINT, 143 SIGTERM.  In ssh exec mode a remote helper's non-zero\n"
+  "  129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM (bytes were lost).\n"
+  "  In ssh exec mode a remote helper's non-zero\n"
   "  exit status becomes ferry's.\n";
 
 /* --buffer-size, --sndbuf, --rcvbuf: @data is the group's, the options. */
@@ -174,7 +179,8 @@ main (int argc, char **argv)
   int stats_interval = 0, greeting_timeout = FERRY_DEFAULT_NBD_GREETING_TIMEOUT;
   char *stats_file = NULL;
   int idle_timeout = 0, connect_timeout = 0;
-  int max_connections = 0, exit_idle_time = 0, drain_timeout = -1;
+  int max_connections = 0, exit_idle_time = 0;
+  int drain_timeout = FERRY_DEFAULT_DRAIN_TIMEOUT;
   bool activated;
   int rc;
   g_autoptr (GError) error = NULL;
@@ -223,7 +229,7 @@ main (int argc, char **argv)
     { "exit-idle-time", 0, 0, G_OPTION_ARG_INT, &exit_idle_time,
       "With a TARGET, exit after SECS without connections", "SECS" },
     { "drain-timeout", 0, 0, G_OPTION_ARG_INT, &drain_timeout,
-      "With a TARGET, on SIGTERM give live connections SECS to deliver (default 10)",
+      "On SIGTERM, SIGINT or SIGHUP, give the live relays SECS to deliver (default 10)",
       "SECS" },
     { "keepalive", 0, 0, G_OPTION_ARG_CALLBACK, parse_keepalive,
       "Probe an idle peer every SECS (TCP keepalive; ssh keepalive on ssh://); "
@@ -301,9 +307,8 @@ main (int argc, char **argv)
                     &options.relay.nbd.stats_interval, &error) ||
       !parse_count ("--nbd-greeting-timeout", greeting_timeout, "seconds",
                     &options.relay.nbd.greeting_timeout, &error) ||
-      (drain_timeout != -1 &&
-       !parse_count ("--drain-timeout", drain_timeout, "seconds",
-                     &options.drain_timeout, &error))) {
+      !parse_count ("--drain-timeout", drain_timeout, "seconds",
+                    &options.drain_timeout, &error)) {
     ferry_error ("%s", error->message);
     return FERRY_EXIT_USAGE;
   }
@@ -326,8 +331,8 @@ main (int argc, char **argv)
     ferry_error ("-r/--readonly needs a libvirt URI ADDRESS, not '%s'", connects_to);
     return FERRY_EXIT_USAGE;
   }
-  if (options.target == NULL && (max_connections || exit_idle_time || drain_timeout != -1)) {
-    ferry_error ("--max-connections, --exit-idle-time and --drain-timeout need "
+  if (options.target == NULL && (max_connections || exit_idle_time)) {
+    ferry_error ("--max-connections and --exit-idle-time need "
                  "-l LISTEN TARGET (or socket activation)");
     return FERRY_EXIT_USAGE;
   }
