@@ -13,7 +13,11 @@ enum ferry_exit {
   FERRY_EXIT_PROTOCOL = 6,    /* --nbd: the peer violated the NBD protocol */
   FERRY_EXIT_SSH_HOSTKEY = 7, /* ssh: the server's host key is unknown, changed or of another type */
   FERRY_EXIT_SSH_AUTH = 8,    /* ssh: the server accepted none of our credentials */
+  /* 128 + the signal's number, after SIGHUP, SIGINT, SIGQUIT or SIGTERM,
+   * when a relay did not deliver everything (run.c) */
+  FERRY_EXIT_SIGHUP = 129,
   FERRY_EXIT_SIGINT = 130,
+  FERRY_EXIT_SIGQUIT = 131,
   FERRY_EXIT_SIGTERM = 143,
 };
 

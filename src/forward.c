@@ -22,15 +22,18 @@ struct forward {
   struct dialer *dialer;      /* connects to the TARGET (one shared ssh session) */
   struct worker_pool *workers; /* NULL when the dialer needs the main loop */
   GPtrArray *listeners;       /* struct listener; NULL once stopping */
-  GPtrArray *connections;     /* struct connection, the live ones; freed on removal */
+  GPtrArray *connections;     /* struct connection, the live ones; each holds
+                                 a reference, dropped on removal */
   bool accepting;             /* false after the first connection without -k,
                                  and once stopping */
   unsigned peak;              /* most connections live at once */
   guint64 served;             /* connections accepted */
   GSource *idle_exit;         /* --exit-idle-time countdown while none is live */
   GSource *drain_timer;       /* --drain-timeout countdown while stopping */
-  const char *signal_name;    /* once stopping: "SIGTERM" or "SIGINT" */
+  const char *signal_name;    /* once stopping: "SIGTERM", "SIGINT", ... */
   int stop_code;              /* once stopping: the signal's exit code; else 0 */
+  char *expired_why;          /* once stopping: why a relay is cut at --drain-timeout */
+  char *cut_why;              /* once cut (a second signal): why every relay is */
   unsigned drained, cut;      /* while stopping: relays that delivered all or not */
   bool finished;
   forward_done_fn done;
@@ -39,8 +42,11 @@ struct forward {
 
 /* One accepted connection.  Its relay lives in @context: only callbacks
  * run there touch @relay, and they are queued in order, so the start always
- * comes before a drain, an abandon or a cancel. */
+ * comes before a drain, an abandon or a cancel.  Each queued callback holds
+ * a reference: the main loop may retire the connection (its end reported)
+ * while a drain queued by a signal still waits on the worker. */
 struct connection {
+  gint refs;                  /* the live array's, and each queued callback's */
   struct forward *forward;
   int fd;                     /* the accepted socket, until the relay owns it */
   char *peer;                 /* names the connection in messages */
@@ -135,14 +141,45 @@ connection_ended (struct forward *f, int exit_code)
   }
 }
 
-static void
-connection_free (struct connection *c)
+static struct connection *
+connection_ref (struct connection *c)
 {
-  if (c->worker)
-    worker_release (c->worker);
+  g_atomic_int_inc (&c->refs);
+  return c;
+}
+
+/* On any thread: the last reference frees the connection. */
+static void
+connection_unref (gpointer data)
+{
+  struct connection *c = data;
+
+  if (!g_atomic_int_dec_and_test (&c->refs))
+    return;
   gsource_release (c->ended);
   g_free (c->peer);
   g_free (c);
+}
+
+/* On the main loop, as the connection leaves the live array: its worker
+ * takes another (the pool counts on this thread). */
+static void
+connection_retire (gpointer data)
+{
+  struct connection *c = data;
+
+  if (c->worker)
+    worker_release (c->worker);
+  connection_unref (c);
+}
+
+/* Queue @fn for @c in its context: at once on the main loop, in order on
+ * a worker.  The callback holds a reference until it has run. */
+static void
+connection_invoke (struct connection *c, GSourceFunc fn)
+{
+  g_main_context_invoke_full (c->context, G_PRIORITY_DEFAULT, fn,
+                              connection_ref (c), connection_unref);
 }
 
 /* On the main loop. */
@@ -206,16 +243,34 @@ connection_drain (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* The worker reads the reasons that the main loop set before queuing. */
 static gboolean
-connection_abandon (gpointer data)
+connection_abandon_expired (gpointer data)
 {
   struct connection *c = data;
-  struct forward *f = c->forward;
-  g_autofree char *why = g_strdup_printf ("not drained within --drain-timeout %u s",
-                                          f->options->drain_timeout);
 
   if (c->relay)
-    relay_abandon (c->relay, why, f->stop_code);
+    relay_abandon (c->relay, c->forward->expired_why, c->forward->stop_code);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+connection_abandon_cut (gpointer data)
+{
+  struct connection *c = data;
+
+  if (c->relay)
+    relay_abandon (c->relay, c->forward->cut_why, c->forward->stop_code);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+connection_print_stats (gpointer data)
+{
+  struct connection *c = data;
+
+  if (c->relay)
+    relay_print_stats (c->relay);
   return G_SOURCE_REMOVE;
 }
 
@@ -234,11 +289,8 @@ connection_cancel (gpointer data)
 static void
 forward_each (struct forward *f, GSourceFunc fn)
 {
-  for (guint i = 0; i < f->connections->len; i++) {
-    struct connection *c = f->connections->pdata[i];
-
-    g_main_context_invoke (c->context, fn, c);
-  }
+  for (guint i = 0; i < f->connections->len; i++)
+    connection_invoke (f->connections->pdata[i], fn);
 }
 
 static void
@@ -247,6 +299,7 @@ on_accept (int fd, const char *peer, void *data)
   struct forward *f = data;
   struct connection *c = g_new0 (struct connection, 1);
 
+  c->refs = 1;
   f->served++;
   if (!f->options->keep_listening)
     f->accepting = false;
@@ -262,7 +315,7 @@ on_accept (int fd, const char *peer, void *data)
   g_ptr_array_add (f->connections, c);
   f->peak = MAX (f->peak, f->connections->len);
   forward_update (f);
-  g_main_context_invoke (c->context, connection_start, c);
+  connection_invoke (c, connection_start);
 }
 
 static gboolean
@@ -272,7 +325,7 @@ on_drain_timeout (gpointer data)
 
   g_clear_pointer (&f->drain_timer, gsource_release);
   /* Each end is reported from the main loop, so the array holds still. */
-  forward_each (f, connection_abandon);
+  forward_each (f, connection_abandon_expired);
   return G_SOURCE_REMOVE;
 }
 
@@ -283,6 +336,8 @@ forward_stop (struct forward *f, const char *signal_name, int signal_exit_code)
     return false;
   f->signal_name = signal_name;
   f->stop_code = signal_exit_code;
+  f->expired_why = g_strdup_printf ("not drained within --drain-timeout %u s",
+                                    f->options->drain_timeout);
   f->accepting = false;
   /* Closing the listeners refuses new clients instead of leaving them
    * waiting in a backlog nobody will serve. */
@@ -295,6 +350,29 @@ forward_stop (struct forward *f, const char *signal_name, int signal_exit_code)
   forward_each (f, connection_drain);
   f->drain_timer = gsource_timer_new (f->options->drain_timeout, on_drain_timeout, f);
   return true;
+}
+
+void
+forward_cut (struct forward *f, const char *signal_name, int signal_exit_code)
+{
+  bool again = f->stop_code != 0;
+
+  if (!again)
+    forward_stop (f, signal_name, signal_exit_code);
+  if (f->finished || f->cut_why)
+    return;
+  g_clear_pointer (&f->drain_timer, gsource_release);
+  f->cut_why = again ? g_strdup_printf ("stopped by %s, then %s", f->signal_name, signal_name)
+                     : g_strdup_printf ("stopped by %s", signal_name);
+  forward_each (f, connection_abandon_cut);
+}
+
+void
+forward_print_stats (struct forward *f)
+{
+  ferry_error ("%u live connections, %" G_GUINT64_FORMAT " accepted", f->connections->len,
+               f->served);
+  forward_each (f, connection_print_stats);
 }
 
 struct forward *
@@ -320,7 +398,7 @@ forward_new (const struct ferry_options *options, const struct address *listen_a
   f->done = done;
   f->done_data = data;
   f->accepting = true;
-  f->connections = g_ptr_array_new_with_free_func ((GDestroyNotify) connection_free);
+  f->connections = g_ptr_array_new_with_free_func (connection_retire);
   f->listeners = g_ptr_array_new_with_free_func ((GDestroyNotify) listener_free);
   f->dialer = dialer_new (target, &options->connect, &err);
   if (f->dialer && dialer_is_thread_safe (f->dialer))
@@ -354,9 +432,12 @@ forward_free (struct forward *f)
   g_clear_pointer (&f->drain_timer, gsource_release);
   g_clear_pointer (&f->listeners, g_ptr_array_unref);
   forward_each (f, connection_cancel);
-  /* After the workers: a worker may still be reporting a connection's end. */
-  worker_pool_free (f->workers);
+  /* Before the workers go: retiring a connection releases its worker.  The
+   * queued cancels keep the connections until they have run. */
   g_ptr_array_unref (f->connections);
+  worker_pool_free (f->workers);
   dialer_free (f->dialer);
+  g_free (f->expired_why);
+  g_free (f->cut_why);
   g_free (f);
 }

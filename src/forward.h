@@ -6,7 +6,8 @@
  *
  * One relay's failure ends that relay alone.  Past --max-connections the
  * listeners pause, so new clients wait in the kernel backlog.  A stop
- * (SIGTERM) closes the listeners and drains the live relays. */
+ * (SIGTERM, SIGINT, SIGHUP) closes the listeners and drains the live
+ * relays. */
 #ifndef FERRY_FORWARD_H
 #define FERRY_FORWARD_H
 
@@ -40,6 +41,18 @@ struct forward *forward_new (const struct ferry_options *options,
  * once). */
 bool forward_stop (struct forward *forward, const char *signal_name,
                    int signal_exit_code);
+
+/* A second signal, or SIGQUIT: stop as forward_stop does if not yet
+ * stopping, and give up on every live relay now, each with one line that
+ * counts what it drops; done follows with @signal_exit_code of the first
+ * signal once their ends are reported (a relay still connecting to the
+ * target ends when that is over). */
+void forward_cut (struct forward *forward, const char *signal_name,
+                  int signal_exit_code);
+
+/* SIGUSR1: one line with the counts of connections, then each live relay's
+ * statistics (as --verbose prints at its end). */
+void forward_print_stats (struct forward *forward);
 
 /* Free the listeners and any relays still live. */
 void forward_free (struct forward *forward);

@@ -57,9 +57,13 @@ static const char description[] =
   "  each accepted connection is relayed to its own new connection to TARGET,\n"
   "  with its own buffers and the rules above.  One connection's failure ends\n"
   "  that connection alone.  Without -k ferry exits after the first connection\n"
-  "  with its exit code; with -k it keeps accepting.  SIGTERM/SIGINT stops\n"
-  "  accepting and drains the live connections (exit 0 if all delivered\n"
-  "  everything, else 143/130); a second signal exits at once.\n"
+  "  with its exit code; with -k it keeps accepting.\n"
+  "\n"
+  "Signals: SIGTERM, SIGINT or SIGHUP stops reading (and accepting) and\n"
+  "  delivers what is buffered for up to --drain-timeout; exit 0 if every\n"
+  "  byte read was delivered, else one line with the count and 128+signal\n"
+  "  (143, 130, 129).  A second signal, or SIGQUIT (131), gives up at once\n"
+  "  with the count.  SIGUSR1 prints each live relay's statistics.\n"
   "\n"
   "Socket activation (systemd, or nbdcopy/nbdinfo '[ CMD ]'):\n"
   "  when LISTEN_PID is ferry's pid, 'ferry [OPTIONS] TARGET' accepts on the\n"
@@ -78,7 +82,8 @@ static const char description[] =
   "  4 I/O failure during the relay, 5 idle timeout,\n"
   "  6 NBD protocol violation (--nbd),\n"
   "  7 ssh host key unknown or changed, 8 ssh authentication failed,\n"
-  "  130 SIGINT, 143 SIGTERM.  In ssh exec mode a remote helper's non-zero\n"
+  "  129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM (bytes were lost).\n"
+  "  In ssh exec mode a remote helper's non-zero\n"
   "  exit status becomes ferry's.\n";
 
 /* At most this many entries in option_table (command_line.given). */
@@ -276,6 +281,8 @@ static const struct option {
     "never; a TCP peer that closed looks half-closed until ferry writes)" },
   { "connect-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.connect.timeout), "SECS",
     "Give up connecting after SECS" },
+  { "drain-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.drain_timeout), "SECS",
+    "On SIGTERM, SIGINT or SIGHUP, give the live relays SECS to deliver (default 10)" },
   { "keepalive", 0, GROUP_RELAY, parse_keepalive, FIELD (options.connect.keepalive), "SECS",
     "Probe an idle peer every SECS (TCP keepalive; ssh keepalive on ssh://); "
     "3 unanswered end the connection" },
@@ -284,8 +291,6 @@ static const struct option {
     "N", "With a TARGET, relay at most N connections at once; more wait" },
   { "exit-idle-time", 0, GROUP_FORWARD, parse_seconds, FIELD (options.exit_idle_time), "SECS",
     "With a TARGET, exit after SECS without connections" },
-  { "drain-timeout", 0, GROUP_FORWARD, parse_seconds, FIELD (options.drain_timeout), "SECS",
-    "With a TARGET, on SIGTERM give live connections SECS to deliver (default 10)" },
 
   { "remote-helper", 0, GROUP_SSH, parse_string, FIELD (options.connect.remote_helper),
     "PROGRAM", "ssh:// exec mode: the program run on the server (default ferry)" },
@@ -420,8 +425,8 @@ validate (struct command_line *cli, GError **error)
     return usage_error (error, "-r/--readonly needs a libvirt URI ADDRESS, not '%s'",
                         connects_to);
   if (options->target == NULL &&
-      (options->max_connections || options->exit_idle_time || given (cli, "drain-timeout")))
-    return usage_error (error, "--max-connections, --exit-idle-time and --drain-timeout "
+      (options->max_connections || options->exit_idle_time))
+    return usage_error (error, "--max-connections and --exit-idle-time "
                         "need -l LISTEN TARGET (or socket activation)");
   if (options->relay.nbd.readonly)
     options->relay.nbd.enabled = true;

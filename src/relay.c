@@ -247,6 +247,15 @@ print_pump_stats (const struct relay *relay, const struct pump *p,
                 seconds > 0 ? mib / seconds : 0.0, p->paused_full, p->waited_writable);
 }
 
+void
+relay_print_stats (const struct relay *relay)
+{
+  double seconds = (g_get_monotonic_time () - relay->started) / 1e6;
+
+  print_pump_stats (relay, &relay->up, seconds);
+  print_pump_stats (relay, &relay->down, seconds);
+}
+
 static gboolean
 report_done (gpointer data)
 {
@@ -270,11 +279,8 @@ relay_finish (struct relay *relay)
   g_clear_pointer (&relay->half_close_timer, gsource_release);
   buffer_finish (relay->up.buf);
   buffer_finish (relay->down.buf);
-  if (relay->config.verbose) {
-    double seconds = (g_get_monotonic_time () - relay->started) / 1e6;
-    print_pump_stats (relay, &relay->up, seconds);
-    print_pump_stats (relay, &relay->down, seconds);
-  }
+  if (relay->config.verbose)
+    relay_print_stats (relay);
   for (struct pump *p = &relay->up; p; p = p == &relay->up ? &relay->down : NULL) {
     if (p->dropped > 0)
       ferry_error ("%s%s%" G_GUINT64_FORMAT " more bytes from %s dropped after "

@@ -65,6 +65,10 @@ void relay_free (struct relay *relay);
  * SIGTERM: let live relays finish what they hold). */
 void relay_drain (struct relay *relay);
 
+/* SIGUSR1: each direction's statistics so far, as --verbose prints at the
+ * end. */
+void relay_print_stats (const struct relay *relay);
+
 /* Give up now: one line "LABEL: WHY (N bytes buffered for X, M for Y not
  * delivered)", then done with @exit_code.  Nothing if already finished. */
 void relay_abandon (struct relay *relay, const char *why, int exit_code);

@@ -6,13 +6,13 @@
 #include <signal.h>
 #include <sys/socket.h>
 
-#include <glib-unix.h>
-
 #include "endpoint-fd.h"
 #include "error.h"
 #include "forward.h"
+#include "gsource-release.h"
 #include "listen.h"
 #include "message.h"
+#include "signal-watch.h"
 
 struct run {
   const struct ferry_options *options;
@@ -20,32 +20,109 @@ struct run {
   struct relay *relay;        /* the stdio relay, while one is live */
   struct listener *listener;  /* with --listen */
   struct forward *forward;    /* with a target: listen-and-forward */
+  const char *stop_signal;    /* the first signal that stopped ferry; NULL before */
+  int stop_code;              /* its exit code, 128 + its number */
+  bool cutting;               /* a second signal, or SIGQUIT: give up now */
+  GSource *drain_timer;       /* stdio relay: --drain-timeout while stopping */
+  bool quitting;              /* @exit_code is decided */
   int exit_code;
 };
 
+/* The first decision stands: a signal may be read in the same iteration
+ * that a relay or the forward finished. */
+static void
+run_quit (struct run *run, int exit_code)
+{
+  if (run->quitting)
+    return;
+  run->quitting = true;
+  run->exit_code = exit_code;
+  g_main_loop_quit (run->loop);
+}
+
 static gboolean
-on_signal (gpointer data, const char *name, int code)
+on_drain_timeout (gpointer data)
+{
+  struct run *run = data;
+  g_autofree char *why = g_strdup_printf ("stopped by %s: not delivered within "
+                                          "--drain-timeout %u s", run->stop_signal,
+                                          run->options->drain_timeout);
+
+  g_clear_pointer (&run->drain_timer, gsource_release);
+  relay_abandon (run->relay, why, run->stop_code);
+  return G_SOURCE_REMOVE;
+}
+
+/* SIGTERM, SIGINT, SIGHUP: stop reading, deliver what is buffered for up
+ * to --drain-timeout, then exit: 0 if every byte read was delivered, else
+ * the signal's code after one line with the count.  A second signal, or
+ * SIGQUIT, gives up at once with the count. */
+static void
+run_stop (struct run *run, int signum)
+{
+  const char *name = signal_watch_name (signum);
+  int code = 128 + signum;
+  bool first = run->stop_signal == NULL;
+
+  if (first) {
+    run->stop_signal = name;
+    run->stop_code = code;
+  }
+  if (first && signum != SIGQUIT) {
+    if (run->forward && forward_stop (run->forward, name, code))
+      return;
+    if (run->relay) {
+      run->drain_timer = g_timeout_source_new (MIN (run->options->drain_timeout,
+                                                    G_MAXUINT / 1000) * 1000);
+      g_source_set_callback (run->drain_timer, on_drain_timeout, run, NULL);
+      gsource_attach (run->drain_timer);
+      relay_drain (run->relay);
+      return;
+    }
+  } else if (!run->cutting && (run->forward || run->relay)) {
+    run->cutting = true;
+    if (run->forward) {
+      forward_cut (run->forward, name, code);
+    } else {
+      g_autofree char *why = first ? g_strdup_printf ("stopped by %s", name)
+        : g_strdup_printf ("stopped by %s, then %s", run->stop_signal, name);
+      relay_abandon (run->relay, why, run->stop_code);
+    }
+    return;
+  } else if (run->forward || run->relay) {
+    /* Still cutting: exit now. */
+    ferry_error ("stopped by %s, then %s: exiting at once", run->stop_signal, name);
+    run_quit (run, run->stop_code);
+    return;
+  }
+  /* Nothing was read: a listener waiting for its connection. */
+  if (!run->quitting)
+    ferry_error ("stopped by %s while waiting for a connection", name);
+  run_quit (run, FERRY_EXIT_OK);
+}
+
+static void
+on_signal (int signum, void *data)
 {
   struct run *run = data;
 
-  /* A forwarder drains its relays first; a second signal ends it at once. */
-  if (run->forward && forward_stop (run->forward, name, code))
-    return G_SOURCE_CONTINUE;
-  run->exit_code = code;
-  g_main_loop_quit (run->loop);
-  return G_SOURCE_CONTINUE;
+  if (signum != SIGUSR1) {
+    run_stop (run, signum);
+  } else if (run->forward) {
+    forward_print_stats (run->forward);
+  } else if (run->relay) {
+    relay_print_stats (run->relay);
+  } else {
+    ferry_error ("SIGUSR1: no relay is live");
+  }
 }
-
-static gboolean on_sigint (gpointer data) { return on_signal (data, "SIGINT", FERRY_EXIT_SIGINT); }
-static gboolean on_sigterm (gpointer data) { return on_signal (data, "SIGTERM", FERRY_EXIT_SIGTERM); }
 
 static void
 on_forward_done (int exit_code, void *data)
 {
   struct run *run = data;
 
-  run->exit_code = exit_code;
-  g_main_loop_quit (run->loop);
+  run_quit (run, exit_code);
 }
 
 static void
@@ -55,12 +132,20 @@ on_relay_done (struct relay *relay, int exit_code, void *data)
 
   g_assert (relay == run->relay);
   g_clear_pointer (&run->relay, relay_free);
+  if (run->stop_signal) {
+    g_clear_pointer (&run->drain_timer, gsource_release);
+    /* A failure while draining was reported with its count. */
+    if (exit_code == FERRY_EXIT_OK && !run->cutting)
+      ferry_error ("stopped by %s: every byte read was delivered", run->stop_signal);
+    run_quit (run, exit_code == FERRY_EXIT_OK ? FERRY_EXIT_OK : run->stop_code);
+    return;
+  }
   if (exit_code != FERRY_EXIT_OK)
     run->exit_code = exit_code;
   if (run->listener && run->options->keep_listening)
     listener_resume (run->listener);
   else
-    g_main_loop_quit (run->loop);
+    run_quit (run, run->exit_code);
 }
 
 static void
@@ -112,7 +197,7 @@ ferry_run (const struct ferry_options *requested)
   unsigned flags = options->readonly ? ADDRESS_LIBVIRT_READONLY : 0;
   g_autoptr (FerryAddress) address = NULL;
   g_autoptr (FerryAddress) target = NULL;
-  guint sigint_id, sigterm_id;
+  struct signal_watch *signals;
 
   /* Derived here, for every personality. */
   derived.connect.unix_sndbuf = derived.relay.buffer_size;
@@ -128,8 +213,7 @@ ferry_run (const struct ferry_options *requested)
   }
 
   run.loop = g_main_loop_new (NULL, FALSE);
-  sigint_id = g_unix_signal_add (SIGINT, on_sigint, &run);
-  sigterm_id = g_unix_signal_add (SIGTERM, on_sigterm, &run);
+  signals = signal_watch_new (on_signal, &run);
 
   if (target) {
     run.forward = forward_new (options, address, target, on_forward_done, &run, &error);
@@ -147,11 +231,11 @@ ferry_run (const struct ferry_options *requested)
     g_main_loop_run (run.loop);
   }
 
+  g_clear_pointer (&run.drain_timer, gsource_release);
   relay_free (run.relay);
   listener_free (run.listener);
   forward_free (run.forward);
-  g_source_remove (sigint_id);
-  g_source_remove (sigterm_id);
+  signal_watch_free (signals);
   g_main_loop_unref (run.loop);
   return run.exit_code;
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# SIGINT and SIGTERM end a connected, idle ferry with exit 130 and 143,
-# and a waiting listener the same way (removing its socket file).  ferry
-# must catch both (/proc says so), so the codes are its own, not the
-# shell's report of a death by signal.
+# SIGINT, SIGTERM and SIGHUP stop a connected, idle ferry: nothing is
+# buffered, so it exits 0 saying so; SIGQUIT gives up at once with the
+# count and 131.  A waiting listener exits 0 on each, removing its socket
+# file.  ferry must catch them all, and SIGUSR1 (/proc says so), so the
+# codes are its own, not the shell's report of a death by signal.
 . "$(dirname "$0")/lib.sh"
 silent_fifo in
 
@@ -12,29 +13,36 @@ catches () {  # PID SIGNUM: the signal is in the process's caught mask
     (( (16#$mask >> ($2 - 1)) & 1 )) || fail "process $1 does not catch signal $2"
 }
 
-for sig in INT TERM; do
-    expected=130; [ "$sig" = TERM ] && expected=143
+for sig in INT TERM HUP QUIT; do
+    expected=0 line="ferry: stopped by SIG$sig: every byte read was delivered"
+    if [ "$sig" = QUIT ]; then
+        expected=131
+        line="ferry: stopped by SIGQUIT (0 bytes buffered for $T/s.sock, 0 for stdout not delivered)"
+    fi
     rm -f "$T/s.sock"
     "$FERRY" -l "unix:$T/s.sock" < "$T/in" > /dev/null & track $!
     server=$LAST_PID
     wait_for_socket "$T/s.sock"
-    "$FERRY" "unix:$T/s.sock" < "$T/in" > /dev/null & track $!
+    "$FERRY" "unix:$T/s.sock" < "$T/in" > /dev/null 2> "$T/err" & track $!
     client=$LAST_PID
     wait_until 10 has_sockets "$client" 1   # connected: its handlers are set
-    catches "$client" "$(kill -l "$sig")"
+    for s in "$sig" USR1; do catches "$client" "$(kill -l "$s")"; done
     kill -"$sig" "$client"
     rc=0; wait_exit 10 "$client" || rc=$?
     assert_eq "$expected" "$rc" "connected ferry's exit code after SIG$sig"
+    assert_eq "$line" "$(cat "$T/err")" "connected ferry's message after SIG$sig"
     # Its close ends the listener's relay normally.
     rc=0; wait_exit 10 "$server" || rc=$?
-    assert_eq 0 "$rc" "listener's exit code after its client was killed"
+    assert_eq 0 "$rc" "listener's exit code after its client was stopped"
 
-    "$FERRY" -l "unix:$T/s.sock" < "$T/in" > /dev/null & track $!
+    "$FERRY" -l "unix:$T/s.sock" < "$T/in" > /dev/null 2> "$T/err" & track $!
     server=$LAST_PID
     wait_for_socket "$T/s.sock"
     catches "$server" "$(kill -l "$sig")"
     kill -"$sig" "$server"
     rc=0; wait_exit 10 "$server" || rc=$?
-    assert_eq "$expected" "$rc" "waiting listener's exit code after SIG$sig"
+    assert_eq 0 "$rc" "waiting listener's exit code after SIG$sig"
+    assert_eq "ferry: stopped by SIG$sig while waiting for a connection" "$(cat "$T/err")" \
+        "waiting listener's message after SIG$sig"
     [ ! -e "$T/s.sock" ] || fail "the listener left its socket file after SIG$sig"
 done

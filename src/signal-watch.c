@@ -1,0 +1,101 @@
+/* ferry: signals through a self-pipe (signal-watch.h). */
+#include <config.h>
+
+#include "signal-watch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <glib-unix.h>
+
+static const int watched[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 };
+
+/* The pipe's write end, for the handler; one watch per process. */
+static int signal_pipe_wfd = -1;
+
+struct signal_watch {
+  int rfd;
+  guint source_id;
+  signal_watch_fn callback;
+  void *data;
+};
+
+static void
+on_signal (int signum)
+{
+  int saved = errno;
+  unsigned char c = (unsigned char) signum;
+
+  /* A full pipe already holds signals enough to act on. */
+  if (write (signal_pipe_wfd, &c, 1) < 0) { }
+  errno = saved;
+}
+
+static gboolean
+on_signal_pipe (int fd, GIOCondition condition, gpointer data)
+{
+  struct signal_watch *w = data;
+  unsigned char signums[16];
+  ssize_t n = read (fd, signums, sizeof signums);
+
+  for (ssize_t i = 0; i < n; i++)
+    w->callback (signums[i], w->data);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+set_action (void (*handler) (int))
+{
+  struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESTART };
+
+  sigemptyset (&sa.sa_mask);
+  for (size_t i = 0; i < G_N_ELEMENTS (watched); i++)
+    sigaction (watched[i], &sa, NULL);
+}
+
+struct signal_watch *
+signal_watch_new (signal_watch_fn callback, void *data)
+{
+  struct signal_watch *w = g_new0 (struct signal_watch, 1);
+  int fds[2];
+
+  g_assert (signal_pipe_wfd < 0);
+  /* Out of fds this early: nothing else will work either. */
+  if (pipe2 (fds, O_CLOEXEC | O_NONBLOCK) < 0)
+    g_error ("cannot create the signal pipe: %s", g_strerror (errno));
+  w->rfd = fds[0];
+  signal_pipe_wfd = fds[1];
+  w->callback = callback;
+  w->data = data;
+  w->source_id = g_unix_fd_add (w->rfd, G_IO_IN, on_signal_pipe, w);
+  set_action (on_signal);
+  return w;
+}
+
+void
+signal_watch_free (struct signal_watch *w)
+{
+  if (w == NULL)
+    return;
+  set_action (SIG_IGN);
+  g_source_remove (w->source_id);
+  close (w->rfd);
+  close (signal_pipe_wfd);
+  signal_pipe_wfd = -1;
+  g_free (w);
+}
+
+const char *
+signal_watch_name (int signum)
+{
+  switch (signum) {
+  case SIGTERM: return "SIGTERM";
+  case SIGINT: return "SIGINT";
+  case SIGHUP: return "SIGHUP";
+  case SIGQUIT: return "SIGQUIT";
+  case SIGUSR1: return "SIGUSR1";
+  default: return "a signal";
+  }
+}

@@ -1,0 +1,30 @@
+/* ferry: the signals that stop ferry or ask it for statistics, delivered
+ * on the main loop.
+ *
+ * glib's g_unix_signal_add does not take SIGQUIT, and it restores a
+ * signal's default action when its source goes, so that a signal after
+ * the main loop (nbdcopy SIGTERMs its [ CMD ] as the copy ends) would kill
+ * ferry instead of letting it exit with its code.  Here one handler, on
+ * whichever thread, writes the signal's number into a pipe that the main
+ * loop reads. */
+#ifndef FERRY_SIGNAL_WATCH_H
+#define FERRY_SIGNAL_WATCH_H
+
+#include <glib.h>
+
+/* Called on the main loop, once per signal received. */
+typedef void (*signal_watch_fn) (int signum, void *data);
+
+struct signal_watch;
+
+/* Catch SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGUSR1 from now on. */
+struct signal_watch *signal_watch_new (signal_watch_fn callback, void *data);
+
+/* Stop calling back; the signals are ignored from then on (ferry is
+ * exiting with a code already decided). */
+void signal_watch_free (struct signal_watch *watch);
+
+/* The signal's name, such as "SIGTERM". */
+const char *signal_watch_name (int signum);
+
+#endif
