@@ -1,6 +1,7 @@
 #!/bin/sh
-# Build ferry twice (the normal GSource release, and the pre-glib-2.64
-# deferred branch forced on) and run the whole test suite against each.
+# Build ferry three times (the normal GSource release, the pre-glib-2.64
+# deferred branch forced on, and ASan+UBSan with LeakSanitizer) and run the
+# whole test suite against each.
 # Ends with "N passed, N failed, N skipped" alone on a line; exits non-zero
 # on any failure.
 set -u
@@ -9,10 +10,14 @@ cd "$top" || exit 1
 sh scripts/install-deps.sh || exit 1
 
 passed=0 failed=0 skipped=0
-for variant in default deferred-unref; do
+for variant in default deferred-unref asan; do
     dir=build-test-$variant
     opt=
     [ "$variant" = deferred-unref ] && opt=-Dforce_deferred_unref=true
+    # Issue 13: any sanitizer report fails its test (tests/meson.build,
+    # tests/lib.sh); b_lundef=false as the sanitizer runtimes require.
+    [ "$variant" = asan ] && opt="-Db_sanitize=address,undefined -Db_lundef=false"
+    # shellcheck disable=SC2086
     if ! { [ -d "$dir" ] && meson setup --reconfigure --werror $opt "$dir" >/dev/null ||
            meson setup --werror $opt "$dir" >/dev/null; } ||
        ! ninja -C "$dir" >/dev/null; then

@@ -111,6 +111,9 @@ parse_ssh_param (struct address *a, const char *param, GError **error)
   if (strcmp (name, "tcp") == 0) {
     struct address tcp = { .text = a->text };
     bool ok = parse_tcp (&tcp, value, error);
+    /* The last tcp= wins, as for every parameter. */
+    g_free (ssh->tcp_host);
+    g_free (ssh->tcp_port);
     ssh->tcp_host = tcp.host;
     ssh->tcp_port = tcp.port;
     return ok;

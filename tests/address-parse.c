@@ -81,6 +81,18 @@ test_tcpip (void)
   g_assert_cmpstr (tb, ==, "tcp:[::1]:10809");
 }
 
+/* A repeated tcp= replaces the first (found leaking by fuzz/address-fuzz.c:
+ * LeakSanitizer fails this test without the fix). */
+static void
+test_tcpip_repeated (void)
+{
+  g_autoptr (FerryAddress) a = parse_ok ("ssh://h?tcp=a:1&tcp=b:2");
+
+  g_assert_cmpstr (a->ssh.tcp_host, ==, "b");
+  g_assert_cmpstr (a->ssh.tcp_port, ==, "2");
+  parse_bad ("ssh://h?tcp=a:1&tcp=b", "expected HOST:PORT");
+}
+
 static void
 test_malformed (void)
 {
@@ -109,6 +121,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/address/ssh/streamlocal", test_streamlocal);
   g_test_add_func ("/address/ssh/tcpip", test_tcpip);
+  g_test_add_func ("/address/ssh/tcpip-repeated", test_tcpip_repeated);
   g_test_add_func ("/address/ssh/malformed", test_malformed);
   return g_test_run ();
 }

@@ -58,7 +58,7 @@ rc=0; wait "$ferry" || rc=$?
 assert_eq 0 "$rc" "ferry exit code after SIGTERM with nothing live"
 assert_contains "$T/ferry.err" "$clients connections, at most" "ferry -v summary"
 peak=$(cat "$T/rss")
-limit=$((clients * 2 * buffer / 1024 + 8 * 1024))
+limit=$(rss_limit $((clients * 2 * buffer / 1024 + 8 * 1024)))
 echo "peak RSS sampled: $peak KiB (limit $limit KiB); ferry says: $(tail -1 "$T/ferry.err")"
 [ "$peak" -gt 0 ] || fail "RSS was never sampled"
 [ "$peak" -lt "$limit" ] || fail "ferry RSS $peak KiB exceeds $limit KiB"

@@ -16,7 +16,7 @@ nbdcopy "nbd+unix:///?socket=$T/src.sock" "$T/want.img"
 # run NAME FERRY-OPTIONS...: nbdcopy through a ferry listener under strace
 run () {
     local name=$1; shift
-    bg strace -f -qq -o "$T/$name.trace" -e trace=splice,read,write,readv,writev,recvfrom \
+    bg env "${STRACE_ENV[@]}" strace -f -qq -o "$T/$name.trace" -e trace=splice,read,write,readv,writev,recvfrom \
         "$FERRY" -l -k "$@" "unix:$T/$name.sock" "unix:$T/src.sock"
     local tracer=$LAST_PID
     wait_for_socket "$T/$name.sock"

@@ -22,7 +22,7 @@ run () {
         SYSTEM:"cat '$T/down' & cat > '$T/$name.server'; wait"
     local server=$LAST_PID
     wait_for_socket "$T/s.sock"
-    cat "$T/up" | within 60 env "${envs[@]}" strace -f -qq -o "$T/$name.trace" \
+    cat "$T/up" | within 60 env "${envs[@]}" "${STRACE_ENV[@]}" strace -f -qq -o "$T/$name.trace" \
         -e trace=splice,read,write,readv,writev "$FERRY" "$@" |
         cat > "$T/$name.client"
     [ "${PIPESTATUS[1]}" = 0 ] || fail "$name: ferry exited ${PIPESTATUS[1]}"

@@ -46,7 +46,7 @@ emit (struct sess *s, int dir, const void *data, size_t len)
 /* A message built field by field. */
 struct msg { uint8_t b[256]; size_t n; };
 
-static void u8s (struct msg *m, const void *p, size_t n) { memcpy (m->b + m->n, p, n); m->n += n; }
+static void u8s (struct msg *m, const void *p, size_t n) { if (n) memcpy (m->b + m->n, p, n); m->n += n; }
 static void u16 (struct msg *m, uint16_t v) { uint8_t p[2] = { v >> 8, v }; u8s (m, p, 2); }
 static void u32 (struct msg *m, uint32_t v) { u16 (m, v >> 16); u16 (m, v); }
 static void u64 (struct msg *m, uint64_t v) { u32 (m, v >> 32); u32 (m, v); }
@@ -402,8 +402,10 @@ test_starttls (void)
   client_flags (&s, NBD_FLAG_C_FIXED_NEWSTYLE);
   client_opt (&s, NBD_OPT_STARTTLS, NULL, 0);
   server_rep (&s, NBD_OPT_STARTTLS, NBD_REP_ACK, NULL, 0);
-  emit (&s, 0, "\x16\x03\x01 client hello, not NBD", 27);
-  emit (&s, 1, "\x16\x03\x03 server hello, not NBD", 27);
+  static const char client_hello[] = "\x16\x03\x01 client hello, not NBD";
+  static const char server_hello[] = "\x16\x03\x03 server hello, not NBD";
+  emit (&s, 0, client_hello, sizeof client_hello - 1);
+  emit (&s, 1, server_hello, sizeof server_hello - 1);
   g_autoptr (NbdFraming) f = replay_ok (&s);
   g_assert_true (nbd_framing_handshake (f)->tls);
   g_assert_true (nbd_framing_eof (f, NBD_S2C, NULL));

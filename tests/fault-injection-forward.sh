@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The forwarding scenarios (-l LISTEN TARGET) with ferry under fault
+# injection, accept4 included: every client's bytes arrive intact, and
+# ferry's exit codes and messages stay what the scenarios expect.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-fault.sh"
+run_with_faults forward-one-connection forward-tcp forward-16-clients-both-ways \
+    forward-worker-threads forward-max-connections forward-sigterm-drain
