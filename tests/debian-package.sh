@@ -43,7 +43,8 @@ contents "$compat_deb" > "$T/compat.list"
 for path in ./usr/bin/ferry ./usr/share/man/man1/ferry.1.gz \
             ./usr/share/doc/ferry/README.md.gz ./usr/share/doc/ferry/copyright \
             ./usr/share/doc/ferry/examples/ferry.socket \
-            ./usr/share/doc/ferry/examples/ferry.service; do
+            ./usr/share/doc/ferry/examples/ferry.service \
+            ./usr/share/bash-completion/completions/ferry; do
     grep -qxF "$path" "$T/ferry.list" || fail "ferry package lacks $path: $(cat "$T/ferry.list")"
 done
 for name in nc virt-ssh-helper; do
