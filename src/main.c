@@ -117,6 +117,23 @@ parse_keepalive (const char *name, const char *value, gpointer data, GError **er
   return TRUE;
 }
 
+/* --progress[=auto|always|never] (issue 17) */
+static gboolean
+parse_progress (const char *name, const char *value, gpointer data, GError **error)
+{
+  return progress_mode_parse (value, &((struct ferry_options *) data)->progress, error);
+}
+
+/* GOption would take the ADDRESS after a bare --progress as its optional
+ * WHEN: spell the default out instead, so WHEN comes only after '='. */
+static void
+spell_out_bare_progress (int argc, char **argv)
+{
+  for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)
+    if (strcmp (argv[i], "--progress") == 0)
+      argv[i] = (char *) "--progress=auto";
+}
+
 static const struct personality {
   const char *name;
   int (*main) (int argc, char **argv);
@@ -246,6 +263,9 @@ main (int argc, char **argv)
     { "nbd-greeting-timeout", 0, 0, G_OPTION_ARG_INT, &greeting_timeout,
       "With --nbd, give up if the server has not greeted in SECS (default 30; 0: never)",
       "SECS" },
+    { "progress", 0, 0, G_OPTION_ARG_CALLBACK, parse_progress,
+      "A live line on stderr: bytes, MiB/s, percent and ETA of a sized stdin "
+      "(WHEN: auto, the default, only on a terminal; always; never)", "WHEN" },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose,
       "Print statistics for each direction at exit", NULL },
     { "version", 'V', 0, G_OPTION_ARG_NONE, &version,
@@ -262,6 +282,7 @@ main (int argc, char **argv)
   g_option_group_add_entries (group, entries);
   g_option_context_set_main_group (context, group);
 
+  spell_out_bare_progress (argc, argv);
   if (!g_option_context_parse (context, &argc, &argv, &error)) {
     ferry_error ("%s", error->message);
     return FERRY_EXIT_USAGE;
@@ -329,6 +350,11 @@ main (int argc, char **argv)
   if (options.target == NULL && (max_connections || exit_idle_time || drain_timeout != -1)) {
     ferry_error ("--max-connections, --exit-idle-time and --drain-timeout need "
                  "-l LISTEN TARGET (or socket activation)");
+    return FERRY_EXIT_USAGE;
+  }
+  /* --progress (issue 17): the stdio relay's line. */
+  if (options.target && options.progress != PROGRESS_NEVER) {
+    ferry_error ("--progress needs a relay with stdio, not -l LISTEN TARGET");
     return FERRY_EXIT_USAGE;
   }
   options.keep_listening = keep;

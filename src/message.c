@@ -3,17 +3,56 @@
 
 #include <stdio.h>
 
+/* Columns of the status line now on stderr; 0: none.  Only the main
+ * thread draws one (the stdio relay's --progress). */
+static size_t status_width;
+
+/* "\r", spaces over the status line, "\r": the cursor at a clean line. */
+static char *
+status_erase (void)
+{
+  g_autofree char *blank = g_strnfill (status_width, ' ');
+
+  return status_width ? g_strdup_printf ("\r%s\r", blank) : g_strdup ("");
+}
+
 void
 ferry_error (const char *fmt, ...)
 {
   va_list ap;
   g_autofree char *text = NULL;
+  g_autofree char *erase = status_erase ();
 
   va_start (ap, fmt);
   text = g_strdup_vprintf (fmt, ap);
   va_end (ap);
-  /* One write, so lines from several relays never interleave. */
-  g_autofree char *line = g_strdup_printf ("%s: %s\n", g_get_prgname (), text);
+  /* One write, so lines from several relays never interleave.  A status
+   * line is erased first, and drawn again at its next refresh. */
+  g_autofree char *line = g_strdup_printf ("%s%s: %s\n", erase, g_get_prgname (), text);
+  status_width = 0;
   fputs (line, stderr);
   fflush (stderr);
+}
+
+void
+ferry_status (const char *text)
+{
+  size_t width = g_utf8_strlen (text, -1);
+  /* Padded over a longer previous line. */
+  g_autofree char *pad = g_strnfill (status_width > width ? status_width - width : 0, ' ');
+  g_autofree char *line = g_strdup_printf ("\r%s%s", text, pad);
+
+  status_width = width;
+  fputs (line, stderr);
+  fflush (stderr);
+}
+
+void
+ferry_status_end (void)
+{
+  if (status_width) {
+    fputs ("\n", stderr);
+    fflush (stderr);
+  }
+  status_width = 0;
 }
