@@ -14,6 +14,9 @@ PACKAGES="
   openssh-server openssh-client
   libvirt-daemon libvirt-clients
   systemd
+  build-essential debhelper dpkg-dev fakeroot lintian autopkgtest libssl-dev
+  bash-completion util-linux
+  python3-matplotlib
 "
 
 missing=

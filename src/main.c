@@ -229,6 +229,25 @@ parse_filename (struct command_line *cli, const char *name, const char *value,
   return parse_string (cli, name, value, field, error);
 }
 
+/* --progress[=auto|always|never] */
+static bool
+parse_progress (struct command_line *cli, const char *name, const char *value,
+                void *field, GError **error)
+{
+  (void) cli, (void) name;
+  return progress_mode_parse (value, field, error);
+}
+
+/* GOption would take the ADDRESS after a bare --progress as its optional
+ * WHEN: spell the default out instead, so WHEN comes only after '='. */
+static void
+spell_out_bare_progress (int argc, char **argv)
+{
+  for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)
+    if (strcmp (argv[i], "--progress") == 0)
+      argv[i] = (char *) "--progress=auto";
+}
+
 /* --help's sections: --help-NAME shows one, --help-all every one. */
 enum option_group { GROUP_MAIN, GROUP_RELAY, GROUP_FORWARD, GROUP_SSH, GROUP_NBD, N_GROUPS };
 
@@ -281,6 +300,9 @@ static const struct option {
     "never; a TCP peer that closed looks half-closed until ferry writes)" },
   { "connect-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.connect.timeout), "SECS",
     "Give up connecting after SECS" },
+  { "progress", 0, GROUP_RELAY, parse_progress, FIELD (options.progress), "WHEN",
+    "A live line on stderr: bytes, MiB/s, percent and ETA of a sized stdin "
+    "(WHEN: auto, the default, only on a terminal; always; never)" },
   { "drain-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.drain_timeout), "SECS",
     "On SIGTERM, SIGINT or SIGHUP, give the live relays SECS to deliver (default 10)" },
   { "keepalive", 0, GROUP_RELAY, parse_keepalive, FIELD (options.connect.keepalive), "SECS",
@@ -383,6 +405,7 @@ parse_argv (struct command_line *cli, int argc, char **argv, GError **error)
   g_option_context_set_main_group (context, option_group_new (cli, GROUP_MAIN));
   for (enum option_group group = GROUP_MAIN + 1; group < N_GROUPS; group++)
     g_option_context_add_group (context, option_group_new (cli, group));
+  spell_out_bare_progress (argc, argv);
   if (!g_option_context_parse (context, &argc, &argv, error))
     return false;
   cli->args = argv + 1;
@@ -428,6 +451,8 @@ validate (struct command_line *cli, GError **error)
       (options->max_connections || options->exit_idle_time))
     return usage_error (error, "--max-connections and --exit-idle-time "
                         "need -l LISTEN TARGET (or socket activation)");
+  if (options->target && options->progress != PROGRESS_NEVER)
+    return usage_error (error, "--progress needs a relay with stdio, not -l LISTEN TARGET");
   if (options->relay.nbd.readonly)
     options->relay.nbd.enabled = true;
   if (!options->relay.nbd.enabled &&

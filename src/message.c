@@ -3,13 +3,24 @@
 
 #include <stdio.h>
 
+/* Columns of the status line now on stderr; 0: none.  Only the main
+ * thread draws one (the stdio relay's --progress). */
+static size_t status_width;
+
 static void G_GNUC_PRINTF (1, 0)
 print_line (const char *fmt, va_list ap)
 {
   g_autofree char *text = g_strdup_vprintf (fmt, ap);
-  /* One write, so lines from several relays never interleave. */
-  g_autofree char *line = g_strdup_printf ("%s: %s\n", g_get_prgname (), text);
+  g_autofree char *blank = g_strnfill (status_width, ' ');
+  /* One write, so lines from several relays never interleave.  A status
+   * line is erased first ("\r", spaces, "\r"), and drawn again at its
+   * next refresh. */
+  g_autofree char *line = g_strdup_printf ("%s%s%s%s: %s\n",
+                                           status_width ? "\r" : "", blank,
+                                           status_width ? "\r" : "",
+                                           g_get_prgname (), text);
 
+  status_width = 0;
   fputs (line, stderr);
   fflush (stderr);
 }
@@ -32,4 +43,27 @@ ferry_report (const char *fmt, ...)
   va_start (ap, fmt);
   print_line (fmt, ap);
   va_end (ap);
+}
+
+void
+ferry_status (const char *text)
+{
+  size_t width = g_utf8_strlen (text, -1);
+  /* Padded over a longer previous line. */
+  g_autofree char *pad = g_strnfill (status_width > width ? status_width - width : 0, ' ');
+  g_autofree char *line = g_strdup_printf ("\r%s%s", text, pad);
+
+  status_width = width;
+  fputs (line, stderr);
+  fflush (stderr);
+}
+
+void
+ferry_status_end (void)
+{
+  if (status_width) {
+    fputs ("\n", stderr);
+    fflush (stderr);
+  }
+  status_width = 0;
 }

@@ -10,4 +10,9 @@
 void ferry_error (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
 void ferry_report (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
 
+/* A status line (progress.c): drawn over itself with "\r", kept below the
+ * messages (ferry_error erases it before its line), ended by a newline. */
+void ferry_status (const char *text);
+void ferry_status_end (void);
+
 #endif

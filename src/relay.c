@@ -498,6 +498,13 @@ relay_drain (struct relay *relay)
   relay_settle (relay);
 }
 
+void
+relay_get_bytes (const struct relay *relay, guint64 *up, guint64 *down)
+{
+  *up = relay->up.bytes;
+  *down = relay->down.bytes;
+}
+
 static gboolean
 on_idle_check (gpointer data)
 {

@@ -73,4 +73,8 @@ void relay_print_stats (const struct relay *relay);
  * delivered)", then done with @exit_code.  Nothing if already finished. */
 void relay_abandon (struct relay *relay, const char *why, int exit_code);
 
+/* Bytes delivered so far, local -> remote and remote -> local (--progress
+ * reads them; the pumps keep them anyway). */
+void relay_get_bytes (const struct relay *relay, guint64 *up, guint64 *down);
+
 #endif

@@ -4,6 +4,7 @@
 #include "run.h"
 
 #include <signal.h>
+#include <unistd.h>
 #include <sys/socket.h>
 
 #include "endpoint-fd.h"
@@ -12,12 +13,14 @@
 #include "gsource-release.h"
 #include "listen.h"
 #include "message.h"
+#include "progress.h"
 #include "signal-watch.h"
 
 struct run {
   const struct ferry_options *options;
   GMainLoop *loop;
   struct relay *relay;        /* the stdio relay, while one is live */
+  struct progress *progress;  /* its --progress line, if drawn */
   struct listener *listener;  /* with --listen */
   struct forward *forward;    /* with a target: listen-and-forward */
   const char *stop_signal;    /* the first signal that stopped ferry; NULL before */
@@ -131,6 +134,7 @@ on_relay_done (struct relay *relay, int exit_code, void *data)
   struct run *run = data;
 
   g_assert (relay == run->relay);
+  g_clear_pointer (&run->progress, progress_finish);
   g_clear_pointer (&run->relay, relay_free);
   if (run->stop_signal) {
     g_clear_pointer (&run->drain_timer, gsource_release);
@@ -149,6 +153,14 @@ on_relay_done (struct relay *relay, int exit_code, void *data)
 }
 
 static void
+sample_relay (struct progress_counter *counters, void *data)
+{
+  struct run *run = data;
+
+  relay_get_bytes (run->relay, &counters[0].bytes, &counters[1].bytes);
+}
+
+static void
 start_stdio_relay (struct run *run, struct endpoint *remote)
 {
   struct relay_config config = run->options->relay;
@@ -156,6 +168,14 @@ start_stdio_relay (struct run *run, struct endpoint *remote)
   run->relay = relay_new (endpoint_stdio_new (run->options->keep_listening,
                                               config.buffer_size),
                           remote, &config, on_relay_done, run);
+  if (progress_wanted (run->options->progress)) {
+    const struct progress_counter counters[] = {
+      { .label = "up", .total = progress_input_size (STDIN_FILENO) },
+      { .label = "down" },
+    };
+    run->progress = progress_new (run->options->progress, counters,
+                                  G_N_ELEMENTS (counters), sample_relay, run);
+  }
 }
 
 static void
@@ -232,6 +252,7 @@ ferry_run (const struct ferry_options *requested)
   }
 
   g_clear_pointer (&run.drain_timer, gsource_release);
+  progress_finish (run.progress);
   relay_free (run.relay);
   listener_free (run.listener);
   forward_free (run.forward);

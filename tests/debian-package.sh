@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The Debian packages, as README's "Installing" builds them: dpkg-buildpackage
+# on a copy of the source tree (its ../*.deb land in the test's directory),
+# then their contents and links (dpkg-deb -c), their dependencies, lintian,
+# and the unpacked ferry (dpkg -x, never installed) through a real 64 MiB
+# tunnel, directly and as nc (debian/tests/tunnel, the autopkgtest).
+. "$(dirname "$0")/lib.sh"
+: "${FERRY_SOURCE_ROOT:?}" "${FERRY_BUILD_ROOT:?}"
+command -v dpkg-buildpackage >/dev/null ||
+    skip "dpkg-buildpackage is not installed (scripts/install-deps.sh installs dpkg-dev)"
+need dpkg-deb socat sha256sum
+command -v lintian >/dev/null || fail "lintian is not installed (scripts/install-deps.sh)"
+
+# The tracked and new files, without build directories (git's ignores), or
+# everything but this build when the tree is not a git checkout.
+mkdir "$T/src"
+if git -C "$FERRY_SOURCE_ROOT" rev-parse --show-toplevel >/dev/null 2>&1; then
+    git -C "$FERRY_SOURCE_ROOT" ls-files -z --cached --others --exclude-standard |
+        (cd "$FERRY_SOURCE_ROOT" && tar -c --null -T -) | tar -x -C "$T/src"
+else
+    tar -c -C "$FERRY_SOURCE_ROOT" --exclude="./$(basename "$FERRY_BUILD_ROOT")" . |
+        tar -x -C "$T/src"
+fi
+
+# noddebs: no -dbgsym package to pack; the unit tests still run.
+(cd "$T/src" && DEB_BUILD_OPTIONS="noddebs parallel=2" \
+    dpkg-buildpackage -us -uc -b) > "$T/build.log" 2>&1 ||
+    fail "dpkg-buildpackage failed: $(tail -30 "$T/build.log")"
+
+version=$(sed -n "s/^  version : '\([^']*\)',/\1/p" "$T/src/meson.build")
+changelog_version=$(cd "$T/src" && dpkg-parsechangelog -S Version)
+assert_eq "$version" "$changelog_version" \
+    "debian/changelog's version against meson.build's (scripts/bump-version.sh sets both)"
+ferry_deb=$(echo "$T"/ferry_"$version"_*.deb)
+compat_deb=$T/ferry-compat_${version}_all.deb
+[ -f "$ferry_deb" ] && [ -f "$compat_deb" ] ||
+    fail "packages not built: $(ls "$T")"
+
+# Paths (and link targets) of a package, one a line, without directories.
+contents () { dpkg-deb -c "$1" | awk '$1 !~ /^d/ { $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print }' | sort; }
+contents "$ferry_deb" > "$T/ferry.list"
+contents "$compat_deb" > "$T/compat.list"
+for path in ./usr/bin/ferry ./usr/share/man/man1/ferry.1.gz \
+            ./usr/share/doc/ferry/README.md.gz ./usr/share/doc/ferry/copyright \
+            ./usr/share/doc/ferry/examples/ferry.socket \
+            ./usr/share/doc/ferry/examples/ferry.service \
+            ./usr/share/bash-completion/completions/ferry; do
+    grep -qxF "$path" "$T/ferry.list" || fail "ferry package lacks $path: $(cat "$T/ferry.list")"
+done
+for name in nc virt-ssh-helper; do
+    grep -qxF "./usr/libexec/ferry/$name -> ../../bin/ferry" "$T/compat.list" ||
+        fail "ferry-compat lacks the link $name: $(cat "$T/compat.list")"
+done
+grep -qxF ./usr/share/doc/ferry-compat/README.Debian "$T/compat.list" ||
+    fail "ferry-compat lacks README.Debian"
+# Nothing takes over another package's names.
+! grep -E '^\./usr/s?bin/' "$T/compat.list" || fail "ferry-compat installs into a PATH directory"
+assert_eq ./usr/bin/ferry "$(grep -E '^\./(usr/)?s?bin/' "$T/ferry.list")" "ferry's programs"
+
+# Only the shared libraries ferry links (${shlibs:Depends}).
+dpkg-deb -f "$ferry_deb" Depends | tr ',' '\n' | sed 's/^ *//' > "$T/depends"
+! grep -v '^lib' "$T/depends" || fail "ferry depends on more than its libraries: $(cat "$T/depends")"
+
+# lintian, pedantic tags included: no error, no warning.
+lintian --pedantic --info "$T"/ferry_"$version"_*.changes > "$T/lintian" 2>&1 || true
+! grep -E '^[EW]: ' "$T/lintian" || fail "lintian: $(grep -E '^[EW]: ' "$T/lintian")"
+
+mkdir "$T/root"
+dpkg -x "$ferry_deb" "$T/root"
+dpkg -x "$compat_deb" "$T/root"
+assert_eq "ferry $version" "$("$T/root/usr/bin/ferry" --version)" "unpacked ferry --version"
+assert_contains "$T/root/usr/share/doc/ferry/examples/ferry.service" \
+    "ExecStart=/usr/bin/ferry " "the example unit runs the packaged ferry"
+FERRY_ROOT=$T/root within 120 sh "$T/src/debian/tests/tunnel" > "$T/tunnel.log" 2>&1 ||
+    fail "tunnel through the unpacked ferry: $(cat "$T/tunnel.log")"
+assert_eq 2 "$(grep -c '^ok: 64 MiB both ways' "$T/tunnel.log")" "tunnels through ferry and nc"
