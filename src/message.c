@@ -4,7 +4,8 @@
 #include <stdio.h>
 
 /* Columns of the status line now on stderr; 0: none.  Only the main
- * thread draws one (the stdio relay's --progress). */
+ * thread draws one (the stdio relay's --progress): forward's worker
+ * threads, where it is never drawn, only read it (as 0). */
 static size_t status_width;
 
 /* "\r", spaces over the status line, "\r": the cursor at a clean line. */
@@ -29,7 +30,8 @@ ferry_error (const char *fmt, ...)
   /* One write, so lines from several relays never interleave.  A status
    * line is erased first, and drawn again at its next refresh. */
   g_autofree char *line = g_strdup_printf ("%s%s: %s\n", erase, g_get_prgname (), text);
-  status_width = 0;
+  if (status_width)
+    status_width = 0;
   fputs (line, stderr);
   fflush (stderr);
 }
