@@ -4,6 +4,12 @@
   report.py --noisy PCT RAW   cells whose rounds spread more than PCT%:
                               "SCENARIO HELPER SPREAD%" lines
   report.py --table PCT RAW   the table (medians over rounds) and its legend
+  report.py --plot SVG TITLE RAW
+                              the throughput rows as a chart: grouped bars of
+                              MiB/s per scenario and helper, CPU s/GiB beside
+  report.py --plot-tsv SVG TITLE TSV
+                              the same chart from "SCENARIO HELPER MIB_S
+                              CPU_S_PER_GIB" lines (tab-separated; bench/nbd.sh)
 """
 import re
 import statistics
@@ -216,7 +222,64 @@ def table(cells, max_spread):
     rss_table(cells)
 
 
+def throughput_rows(cells):
+    """(scenario, helper, MiB/s, CPU s/GiB), medians over rounds, for the
+    rows whose first figure is the helper's throughput (not ping-pongs, not
+    the paced slow reader)."""
+    return [(SCENARIOS.get(scenario, scenario), runs[0]["label"],
+             statistics.median(rate(r) for r in runs),
+             statistics.median(cpu(r) for r in runs))
+            for (scenario, helper), runs in cells.items()
+            if not is_ping(scenario) and not is_paced(scenario)]
+
+
+def plot(rows, title, path):
+    """Two panels of grouped bars, one group per scenario and one bar per
+    helper (the same colour in both): MiB/s (higher is better), and CPU
+    s/GiB (lower is better).  An SVG without a date or random ids, so the
+    same figures give the same file."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams["svg.hashsalt"] = "ferry-bench"
+    scenarios = list(dict.fromkeys(r[0] for r in rows))
+    helpers = list(dict.fromkeys(r[1] for r in rows))
+    value = {(r[0], r[1]): r[2:] for r in rows}
+    width = 0.8 / len(helpers)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.2))
+    panels = (("MiB/s (higher is better)", 0), ("CPU s/GiB (lower is better)", 1))
+    for ax, (label, k) in zip(axes, panels):
+        for i, helper in enumerate(helpers):
+            xs = [s + (i - (len(helpers) - 1) / 2) * width for s in range(len(scenarios))]
+            ys = [value.get((sc, helper), (float("nan"),) * 2)[k] for sc in scenarios]
+            ax.bar(xs, ys, width, label=helper, color=f"C{i}")
+        ax.set_xticks(range(len(scenarios)), scenarios)
+        ax.set_ylabel(label)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_axisbelow(True)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncols=min(len(helpers), 7),
+               fontsize="small")
+    fig.suptitle(title, fontsize="medium")
+    # Room for the legend below the panels.
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.savefig(path, format="svg", metadata={"Date": None})
+
+
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] in ("--plot", "--plot-tsv"):
+        _, mode, path, title, data = sys.argv
+        if mode == "--plot":
+            rows = throughput_rows(load(data))
+        else:
+            with open(data) as f:
+                rows = [(sc, h, float(m), float(c))
+                        for sc, h, m, c in (line.rstrip("\n").split("\t") for line in f)]
+        if not rows:
+            sys.exit("report.py: no throughput rows to plot")
+        plot(rows, title, path)
+        return
     if len(sys.argv) != 4 or sys.argv[1] not in ("--noisy", "--table"):
         sys.exit(__doc__)
     max_spread = float(sys.argv[2])

@@ -30,11 +30,12 @@ usage: bench/run.sh [OPTIONS]
   --extra-rounds N    at most N extra rounds for noisy cells (default 1)
   --timeout SECS      kill a helper that takes longer than SECS in one run (default 120)
   --raw FILE          keep the raw per-run records in FILE
+  --plot FILE.svg     also draw the throughput rows as a chart (python3-matplotlib)
 EOF
 }
 
 bytes=1G rounds=3 ping_count=10000 split_count=1000 ping_seconds=2 max_spread=20 extra_rounds=1
-slow_seconds=10 timeout=120 ferry= build_dir=$here/.build raw_keep= quick=
+slow_seconds=10 timeout=120 ferry= build_dir=$here/.build raw_keep= quick= plot=
 rss_every=100  # ms between the slow-unix scenario's VmRSS samples
 helpers=ferry,ferry-copy,nc,socat,socat-1m,virt-ssh-helper,splice-ref
 scenarios=up-unix,down-unix,both-unix,up-tcp,down-tcp,both-tcp,ping-unix,split-tcp,slow-unix
@@ -61,10 +62,18 @@ while [ $# -gt 0 ]; do
     --extra-rounds) extra_rounds=$2 ;;
     --timeout) timeout=$2 ;;
     --raw) raw_keep=$2 ;;
+    --plot) plot=$2 ;;
     *) usage >&2; exit 2 ;;
     esac
     shift 2
 done
+
+# Debian's python3, which python3-matplotlib serves (a python3 first in the
+# PATH may be another one); checked before the runs, not after them.
+plot_python=python3
+[ -x /usr/bin/python3 ] && plot_python=/usr/bin/python3
+[ -z "$plot" ] || "$plot_python" -c 'import matplotlib' 2>/dev/null ||
+    { echo "bench/run.sh: --plot needs python3-matplotlib (scripts/install-deps.sh)" >&2; exit 1; }
 
 case $bytes in
 *[Kk]) bytes=$(( ${bytes%?} * 1024 )) ;;
@@ -277,4 +286,10 @@ echo "load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)
 echo
 python3 "$here/report.py" --table "$max_spread" "$raw"
 [ -n "$raw_keep" ] && cp "$raw" "$raw_keep"
+if [ -n "$plot" ]; then
+    "$plot_python" "$here/report.py" --plot "$plot" \
+        "ferry bench $(date -u '+%Y-%m-%d'): $(uname -sr), $(nproc) CPUs (${cpu_model:-unknown CPU}); $bytes bytes per direction, medians of $rounds rounds${quick:+ (QUICK smoke mode)}" \
+        "$raw"
+    echo "chart: $plot"
+fi
 exit 0

@@ -4,7 +4,8 @@
 #include <stdio.h>
 
 /* Columns of the status line now on stderr; 0: none.  Only the main
- * thread draws one (the stdio relay's --progress). */
+ * thread draws one (the stdio relay's --progress): forward's worker
+ * threads, where it is never drawn, only read it (as 0). */
 static size_t status_width;
 
 static void G_GNUC_PRINTF (1, 0)
@@ -20,7 +21,8 @@ print_line (const char *fmt, va_list ap)
                                            status_width ? "\r" : "",
                                            g_get_prgname (), text);
 
-  status_width = 0;
+  if (status_width)
+    status_width = 0;
   fputs (line, stderr);
   fflush (stderr);
 }

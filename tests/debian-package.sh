@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# The Debian packages, as README's "Installing" builds them: dpkg-buildpackage
-# on a copy of the source tree (its ../*.deb land in the test's directory),
-# then their contents and links (dpkg-deb -c), their dependencies, lintian,
+# The Debian packages, as README's "Installing" builds them (scripts/package.sh:
+# dpkg-buildpackage on a copy of the source tree), then their contents and links (dpkg-deb -c), their dependencies, lintian,
 # and the unpacked ferry (dpkg -x, never installed) through a real 64 MiB
 # tunnel, directly and as nc (debian/tests/tunnel, the autopkgtest).
 . "$(dirname "$0")/lib.sh"
@@ -11,24 +10,13 @@ command -v dpkg-buildpackage >/dev/null ||
 need dpkg-deb socat sha256sum
 command -v lintian >/dev/null || fail "lintian is not installed (scripts/install-deps.sh)"
 
-# The tracked and new files, without build directories (git's ignores), or
-# everything but this build when the tree is not a git checkout.
-mkdir "$T/src"
-if git -C "$FERRY_SOURCE_ROOT" rev-parse --show-toplevel >/dev/null 2>&1; then
-    git -C "$FERRY_SOURCE_ROOT" ls-files -z --cached --others --exclude-standard |
-        (cd "$FERRY_SOURCE_ROOT" && tar -c --null -T -) | tar -x -C "$T/src"
-else
-    tar -c -C "$FERRY_SOURCE_ROOT" --exclude="./$(basename "$FERRY_BUILD_ROOT")" . |
-        tar -x -C "$T/src"
-fi
-
 # noddebs: no -dbgsym package to pack; the unit tests still run.
-(cd "$T/src" && DEB_BUILD_OPTIONS="noddebs parallel=2" \
-    dpkg-buildpackage -us -uc -b) > "$T/build.log" 2>&1 ||
-    fail "dpkg-buildpackage failed: $(tail -30 "$T/build.log")"
+DEB_BUILD_OPTIONS="noddebs parallel=2" sh "$FERRY_SOURCE_ROOT/scripts/package.sh" "$T" \
+    > "$T/build.log" 2>&1 || fail "scripts/package.sh failed: $(tail -30 "$T/build.log")"
 
-version=$(sed -n "s/^  version : '\([^']*\)',/\1/p" "$T/src/meson.build")
-changelog_version=$(cd "$T/src" && dpkg-parsechangelog -S Version)
+src=$FERRY_SOURCE_ROOT
+version=$(sed -n "s/^  version : '\([^']*\)',/\1/p" "$src/meson.build")
+changelog_version=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
 assert_eq "$version" "$changelog_version" \
     "debian/changelog's version against meson.build's (scripts/bump-version.sh sets both)"
 ferry_deb=$(echo "$T"/ferry_"$version"_*.deb)
@@ -71,6 +59,6 @@ dpkg -x "$compat_deb" "$T/root"
 assert_eq "ferry $version" "$("$T/root/usr/bin/ferry" --version)" "unpacked ferry --version"
 assert_contains "$T/root/usr/share/doc/ferry/examples/ferry.service" \
     "ExecStart=/usr/bin/ferry " "the example unit runs the packaged ferry"
-FERRY_ROOT=$T/root within 120 sh "$T/src/debian/tests/tunnel" > "$T/tunnel.log" 2>&1 ||
+FERRY_ROOT=$T/root within 120 sh "$src/debian/tests/tunnel" > "$T/tunnel.log" 2>&1 ||
     fail "tunnel through the unpacked ferry: $(cat "$T/tunnel.log")"
 assert_eq 2 "$(grep -c '^ok: 64 MiB both ways' "$T/tunnel.log")" "tunnels through ferry and nc"

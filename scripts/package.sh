@@ -1,0 +1,32 @@
+#!/bin/sh
+# Build ferry's Debian packages, ferry and ferry-compat (README, "Installing"):
+# installs what is missing (scripts/install-deps.sh), then runs
+# dpkg-buildpackage -us -uc -b on a copy of the tree in a temporary
+# directory, so that only the packages are written: into OUTDIR (default:
+# the directory above the tree, where dpkg-buildpackage puts them).
+#   scripts/package.sh [OUTDIR]
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=$(cd "${1:-$top/..}" && pwd)
+sh "$top/scripts/install-deps.sh"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ferry-package.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/ferry"
+# The tracked and new files, without build directories (git's ignores); or,
+# out of a git checkout, everything but the usual build directories.
+if git -C "$top" rev-parse --show-toplevel >/dev/null 2>&1; then
+    (cd "$top" && git ls-files -z --cached --others --exclude-standard | tar -c --null -T -)
+else
+    tar -c -C "$top" --exclude='./build*' --exclude='./obj-*' --exclude=./bench/.build .
+fi | tar -x -C "$tmp/ferry"
+
+if ! (cd "$tmp/ferry" && dpkg-buildpackage -us -uc -b) > "$tmp/build.log" 2>&1; then
+    tail -40 "$tmp/build.log" >&2
+    echo "package: dpkg-buildpackage failed" >&2
+    exit 1
+fi
+for f in "$tmp"/*.deb "$tmp"/*.changes "$tmp"/*.buildinfo; do
+    mv "$f" "$out/"
+    echo "$out/${f##*/}"
+done
