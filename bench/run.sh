@@ -25,6 +25,8 @@ usage: bench/run.sh [OPTIONS]
   --scenarios LIST    comma-separated subset of: up-unix,down-unix,both-unix,
                       up-tcp,down-tcp,both-tcp,ping-unix,split-tcp,slow-unix
   --ferry PATH        measure this ferry binary (default: build one with meson)
+  --ferry-base PATH   also measure this ferry binary, as helper ferry-base (e.g. the
+                      previous commit's build), interleaved with the others
   --build-dir DIR     where ferry and the bench tools are built (default bench/.build)
   --max-spread PCT    a cell whose rounds spread more than PCT% gets extra rounds (default 20)
   --extra-rounds N    at most N extra rounds for noisy cells (default 1)
@@ -35,7 +37,7 @@ EOF
 }
 
 bytes=1G rounds=3 ping_count=10000 split_count=1000 ping_seconds=2 max_spread=20 extra_rounds=1
-slow_seconds=10 timeout=120 ferry= build_dir=$here/.build raw_keep= quick= plot=
+slow_seconds=10 timeout=120 ferry= ferry_base= build_dir=$here/.build raw_keep= quick= plot=
 rss_every=100  # ms between the slow-unix scenario's VmRSS samples
 helpers=ferry,ferry-copy,nc,socat,socat-1m,virt-ssh-helper,splice-ref
 scenarios=up-unix,down-unix,both-unix,up-tcp,down-tcp,both-tcp,ping-unix,split-tcp,slow-unix
@@ -57,6 +59,7 @@ while [ $# -gt 0 ]; do
     --helpers) helpers=$2 ;;
     --scenarios) scenarios=$2 ;;
     --ferry) ferry=$2 ;;
+    --ferry-base) ferry_base=$2 ;;
     --build-dir) build_dir=$2 ;;
     --max-spread) max_spread=$2 ;;
     --extra-rounds) extra_rounds=$2 ;;
@@ -140,6 +143,8 @@ skipped=()
 available () {  # NAME -> 0 if the helper can run here
     case $1 in
     ferry|splice-ref) return 0 ;;
+    ferry-base) [ -x "$ferry_base" ] && return 0
+        skipped+=("ferry-base: no --ferry-base binary"); return 1 ;;
     ferry-copy)
         # Not `| grep -q`: it may exit before the writer is done, and with
         # pipefail the writer's SIGPIPE fails the test.
@@ -172,6 +177,7 @@ available () {  # NAME -> 0 if the helper can run here
 label () {
     case $1 in
     ferry) echo "ferry" ;;
+    ferry-base) echo "ferry (base)" ;;
     ferry-copy) echo "ferry --no-splice" ;;
     nc) echo "nc -N" ;;
     socat) echo "socat" ;;
@@ -187,6 +193,8 @@ command_for () {  # HELPER unix|tcp
     local unix=$([ "$2" = unix ] && echo 1 || true)
     case $1 in
     ferry) [ -n "$unix" ] && echo "$ferry unix:{PATH}" || echo "$ferry tcp:127.0.0.1:{PORT}" ;;
+    ferry-base) [ -n "$unix" ] && echo "$ferry_base unix:{PATH}" ||
+                echo "$ferry_base tcp:127.0.0.1:{PORT}" ;;
     ferry-copy) [ -n "$unix" ] && echo "$ferry --no-splice unix:{PATH}" ||
                 echo "$ferry --no-splice tcp:127.0.0.1:{PORT}" ;;
     nc) [ -n "$unix" ] && echo "nc -N -U {PATH}" || echo "nc -N 127.0.0.1 {PORT}" ;;
@@ -199,6 +207,7 @@ command_for () {  # HELPER unix|tcp
     esac
 }
 
+[ -n "$ferry_base" ] && [[ ",$helpers," != *,ferry-base,* ]] && helpers=ferry-base,$helpers
 run_list=()
 IFS=, read -ra want_helpers <<< "$helpers"
 for h in "${want_helpers[@]}"; do
