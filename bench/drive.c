@@ -84,8 +84,9 @@ struct stream {
   double rate;          /* sink: bytes per second at most, 0 for no limit */
   double t_last;        /* sink: when the last wanted byte arrived */
   sem_t arrived;        /* sink: posted at the last wanted byte, or at EOF */
-  enum after after;     /* source: what to do with fd once written */
-  struct stream *first; /* source: a sink to wait for before `after` */
+  enum after after;     /* source: what to do with fd once written, at
+                           once: each side half-closes when its own
+                           sending is done, as real peers do */
   pthread_t thread;
   char error[200];      /* empty while all is well */
 };
@@ -178,10 +179,6 @@ source (void *arg)
     }
     s->done += r;
   }
-  /* A far side that half-closes first would end the upload: wait until
-   * the other direction's sink has everything. */
-  if (s->first)
-    pthread_join (s->first->thread, NULL);
   if (s->after == CLOSE)
     close (s->fd);
   else if (s->after == SHUT_WRITE)
@@ -486,8 +483,6 @@ transfer (struct run *r)
     up_src.want = up_sink.want = r->bytes;
   if (sc != UP)
     down_src.want = down_sink.want = r->bytes;
-  if (sc == BOTH)
-    down_src.first = &up_sink;
   sem_init (&down_sink.arrived, 0, 0);
   sem_init (&up_sink.arrived, 0, 0);
   r->rss.sinks[0] = &up_sink;
@@ -507,9 +502,9 @@ transfer (struct run *r)
     start (&down_src, source);
   if (sc != DOWN)
     pthread_join (up_src.thread, NULL);
-  if (sc == UP)
-    pthread_join (up_sink.thread, NULL);  /* BOTH: down_src joins it */
-  else
+  if (sc != DOWN)
+    pthread_join (up_sink.thread, NULL);
+  if (sc != UP)
     pthread_join (down_src.thread, NULL);
   close (r->conn);                        /* up: ends the helper's download */
   if (sc == DOWN) {

@@ -9,8 +9,9 @@
  * the practical ceiling for a stdio <-> socket helper on this machine.
  *
  * End of stream as in nc -N: stdin EOF -> shutdown(SHUT_WR) the socket and
- * keep relaying down; socket EOF -> close stdout and exit.  Any error ->
- * a message and exit 1.
+ * keep relaying down; socket EOF -> close stdout and keep relaying up, until
+ * stdin EOF or the socket's POLLHUP (its peer shut both directions: on UNIX
+ * sockets, a close).  Any error -> a message and exit 1.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -126,8 +127,8 @@ main (int argc, char **argv)
   struct dir down = { .name = "socket -> stdout", .in = sock, .out = 1 };
   struct dir *dirs[2] = { &up, &down };
 
-  while (!down.done) {
-    struct pollfd p[2];
+  while (!down.done || !up.done) {
+    struct pollfd p[3];
     int n = 0;
     struct dir *polled[2];
     for (int i = 0; i < 2; i++) {
@@ -138,11 +139,16 @@ main (int argc, char **argv)
       p[n].events = d->out_full ? POLLOUT : POLLIN;
       polled[n++] = d;
     }
-    if (poll (p, n, -1) < 0) {
+    /* Only the upload is left: watch for the peer going away. */
+    if (down.done)
+      p[n] = (struct pollfd) { .fd = sock, .events = 0 };
+    if (poll (p, n + down.done, -1) < 0) {
       if (errno == EINTR)
         continue;
       fail ("poll", NULL);
     }
+    if (down.done && (p[n].revents & POLLHUP))
+      break;
     for (int i = 0; i < n; i++) {
       if (!p[i].revents || move (polled[i]))
         continue;

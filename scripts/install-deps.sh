@@ -8,7 +8,7 @@ PACKAGES="
   gcc meson ninja-build pkg-config
   libglib2.0-dev libssh-dev libnbd-dev
   clang libclang-rt-14-dev
-  coreutils procps psmisc iproute2 strace time
+  coreutils procps psmisc iproute2 strace time openssl
   socat netcat-openbsd ncat
   nbdkit libnbd-bin qemu-utils
   openssh-server openssh-client
