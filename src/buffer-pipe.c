@@ -16,17 +16,20 @@ struct pipe_buffer {
   int rfd, wfd;               /* the pipe's ends, both non-blocking */
 };
 
+/* Read once, by whichever forward worker asks first. */
 static size_t
 pipe_max_size (void)
 {
-  static size_t max;
-  g_autofree char *text = NULL;
+  static gsize max;
 
-  if (max == 0) {
-    max = 1024 * 1024;        /* the kernel's default */
+  if (g_once_init_enter (&max)) {
+    g_autofree char *text = NULL;
+    gsize found = 1024 * 1024;        /* the kernel's default */
+
     if (g_file_get_contents ("/proc/sys/fs/pipe-max-size", &text, NULL, NULL) &&
         g_ascii_strtoull (text, NULL, 10) > 0)
-      max = g_ascii_strtoull (text, NULL, 10);
+      found = g_ascii_strtoull (text, NULL, 10);
+    g_once_init_leave (&max, found);
   }
   return max;
 }

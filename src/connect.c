@@ -22,6 +22,7 @@
 #include "endpoint-fd.h"
 #include "endpoint-ssh.h"
 #include "error.h"
+#include "signal-watch.h"
 
 static void
 set_int_option (int fd, int level, int name, int value)
@@ -85,7 +86,7 @@ connect_unix (const struct address *a, const struct connect_options *opts,
     setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   }
   while (connect (fd, (struct sockaddr *) &sun, len) < 0) {
-    if (errno == EINTR)
+    if (errno == EINTR && !signal_watch_stop_pending ())
       continue;
     int err = errno == EAGAIN || errno == EINPROGRESS ? ETIMEDOUT : errno;
     close (fd);
@@ -98,6 +99,14 @@ connect_unix (const struct address *a, const struct connect_options *opts,
   }
   socket_setup (fd, opts);
   return endpoint_socket_new (fd, address_display_name (a));
+}
+
+int
+connect_timeout_ms (const struct connect_options *opts)
+{
+  if (opts->timeout == 0)
+    return -1;
+  return (int) MIN ((guint64) opts->timeout * 1000, (guint64) G_MAXINT);
 }
 
 /* Connect one resolved address, waiting at most @timeout_ms (-1: forever).
@@ -124,7 +133,7 @@ connect_tcp_one (const struct addrinfo *ai, const struct connect_options *opts,
   for (;;) {
     struct pollfd pfd = { .fd = fd, .events = POLLOUT };
     int r = poll (&pfd, 1, timeout_ms);
-    if (r < 0 && errno == EINTR)
+    if (r < 0 && errno == EINTR && !signal_watch_stop_pending ())
       continue;
     if (r <= 0) {
       err = r == 0 ? ETIMEDOUT : errno;
@@ -152,7 +161,7 @@ connect_tcp (const struct address *a, const struct connect_options *opts,
     .ai_flags = AI_ADDRCONFIG,
   };
   struct addrinfo *list = NULL;
-  int timeout_ms = opts->timeout > 0 ? (int) opts->timeout * 1000 : -1;
+  int timeout_ms = connect_timeout_ms (opts);
   int fd = -1, err = 0;
   int r = getaddrinfo (a->host, a->port, &hints, &list);
 

@@ -39,6 +39,10 @@ struct connect_options {
  * net.core.wmem_max). */
 void socket_setup (int fd, const struct connect_options *options);
 
+/* --connect-timeout in milliseconds for poll(2) and libssh, -1 for none.
+ * Past INT_MAX ms (24.8 days) it is INT_MAX ms: never an overflow. */
+int connect_timeout_ms (const struct connect_options *options);
+
 /* Returns a connected endpoint, or NULL with a FERRY_EXIT_CONNECT error
  * ("cannot connect to 'NAME': REASON"). */
 struct endpoint *connect_address (const struct address *address,

@@ -14,6 +14,8 @@ static const int watched[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 };
 
 /* The pipe's write end, for the handler; one watch per process. */
 static int signal_pipe_wfd = -1;
+/* A signal that stops ferry has arrived (see signal_watch_stop_pending). */
+static volatile sig_atomic_t stop_pending;
 
 struct signal_watch {
   int rfd;
@@ -27,6 +29,9 @@ on_signal (int signum)
 {
   int saved = errno;
   unsigned char c = (unsigned char) signum;
+
+  if (signum != SIGUSR1)
+    stop_pending = 1;
 
   /* A full pipe already holds signals enough to act on. */
   if (write (signal_pipe_wfd, &c, 1) < 0) { }
@@ -85,6 +90,12 @@ signal_watch_free (struct signal_watch *w)
   close (signal_pipe_wfd);
   signal_pipe_wfd = -1;
   g_free (w);
+}
+
+bool
+signal_watch_stop_pending (void)
+{
+  return stop_pending;
 }
 
 const char *

@@ -10,6 +10,8 @@
 #ifndef FERRY_SIGNAL_WATCH_H
 #define FERRY_SIGNAL_WATCH_H
 
+#include <stdbool.h>
+
 #include <glib.h>
 
 /* Called on the main loop, once per signal received. */
@@ -23,6 +25,10 @@ struct signal_watch *signal_watch_new (signal_watch_fn callback, void *data);
 /* Stop calling back; the signals are ignored from then on (ferry is
  * exiting with a code already decided). */
 void signal_watch_free (struct signal_watch *watch);
+
+/* Whether a signal that stops ferry has arrived: a blocking connect that
+ * sees EINTR gives up instead of waiting on. */
+bool signal_watch_stop_pending (void);
 
 /* The signal's name, such as "SIGTERM". */
 const char *signal_watch_name (int signum);

@@ -206,7 +206,7 @@ ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
 
   c->refs = 1;
   c->clients = g_ptr_array_new ();
-  c->timeout_ms = opts->timeout > 0 ? (int) opts->timeout * 1000 : -1;
+  c->timeout_ms = connect_timeout_ms (opts);
   c->ask_password = opts->ask_password;
   c->session = ssh_new ();
   if (c->session == NULL) {

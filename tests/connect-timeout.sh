@@ -2,6 +2,9 @@
 # --connect-timeout: a server that listens but never accepts (backlog 0,
 # already holding one queued connection) makes connects wait; ferry gives up
 # after 1 s with exit 3 and "Connection timed out", over UNIX and TCP.
+# A timeout too long for poll's milliseconds (4294968 s wrapped to 0.7 s)
+# still waits; SIGTERM ends a connect that waits (exit 3, over UNIX and
+# TCP).
 . "$(dirname "$0")/lib.sh"
 need python3 socat
 port=$(free_port)
@@ -29,4 +32,10 @@ for address in "unix:$T/hung.sock" "tcp:127.0.0.1:$port"; do
     rc=0
     : | within 10 "$FERRY" --connect-timeout 1 "$address" 2> "$T/err" || rc=$?
     assert_ferry_error 3 "$rc" "$T/err" "ferry: cannot connect to '$name': Connection timed out"
+    "$FERRY" --connect-timeout 4294968 "$address" < /dev/null 2> "$T/err" & track $!
+    sleep 2
+    kill -0 "$LAST_PID" 2>/dev/null || fail "--connect-timeout 4294968 gave up: $(cat "$T/err")"
+    kill -TERM "$LAST_PID"
+    rc=0; wait_exit 3 "$LAST_PID" || rc=$?
+    assert_ferry_error 3 "$rc" "$T/err" "ferry: cannot connect to '$name': Interrupted system call"
 done
