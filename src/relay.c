@@ -173,7 +173,10 @@ pump_flush (struct pump *p)
     }
     p->bytes += n;
     p->relay->last_activity = p->last_moved = g_get_monotonic_time ();
-    if ((size_t) n < offered) {
+    /* A direct splice's count of what waits in its source pipe may be
+     * more than the source still holds: a drain that empties the count
+     * without moving it all is the end of the buffer, not a full dst. */
+    if ((size_t) n < offered && !buffer_is_empty (p->buf)) {
       p->waited_writable++;
       return;
     }

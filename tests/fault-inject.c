@@ -19,6 +19,7 @@
  *   FERRY_FAULT_RATE    percent of the I/O calls that get a fault (default 30)
  *   FERRY_FAULT_ENOMEM  percent of the allocations that fail first (default 20)
  *   FERRY_FAULT_LOG     a file to append one line of counts to at exit
+ *   FERRY_FAULT_TRACE   a file to write every injected fault to, as it happens
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -44,6 +45,7 @@ static unsigned rate = 30, enomem_rate = 20;
 static atomic_ulong injected[N_FAULTS], enomem_injected, calls;
 static atomic_uint next_thread;
 static _Thread_local uint64_t rng_state;
+static int trace_fd = -1;
 
 static ssize_t (*real_read) (int, void *, size_t);
 static ssize_t (*real_write) (int, const void *, size_t);
@@ -89,6 +91,20 @@ fault_init (void)
   seed = env_number ("FERRY_FAULT_SEED", 1);
   rate = env_number ("FERRY_FAULT_RATE", 30);
   enomem_rate = env_number ("FERRY_FAULT_ENOMEM", 20);
+  if (enabled && getenv ("FERRY_FAULT_TRACE"))
+    trace_fd = open (getenv ("FERRY_FAULT_TRACE"), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+static void
+trace (const char *call, int fd, int fd2, const char *what, size_t len)
+{
+  char line[128];
+  int n;
+
+  if (trace_fd < 0)
+    return;
+  n = snprintf (line, sizeof line, "%s fd=%d,%d %s %zu\n", call, fd, fd2, what, len);
+  real_write (trace_fd, line, (size_t) n);
 }
 
 __attribute__ ((destructor)) static void
@@ -138,8 +154,9 @@ nonblocking (int fd)
 /* The fault for this call on @fd (or on one of two fds); sets errno for
  * EINTR and EAGAIN. */
 static enum fault
-pick (int fd, int fd2, bool nonblock)
+pick (const char *call, int fd, int fd2, bool nonblock, size_t len)
 {
+  static const char *const names[] = { "none", "EINTR", "EAGAIN", "short" };
   uint64_t r;
 
   if (!enabled || !(eligible (fd) || eligible (fd2)))
@@ -152,6 +169,7 @@ pick (int fd, int fd2, bool nonblock)
   if (f == FAULT_EAGAIN && !(nonblock || nonblocking (fd) || (fd2 >= 0 && nonblocking (fd2))))
     f = FAULT_SHORT;
   atomic_fetch_add (&injected[f], 1);
+  trace (call, fd, fd2, names[f], len);
   if (f == FAULT_EINTR)
     errno = EINTR;
   else if (f == FAULT_EAGAIN)
@@ -189,7 +207,7 @@ shorter_iov (const struct iovec *iov, int iovcnt, struct iovec *out)
 ssize_t
 read (int fd, void *buf, size_t len)
 {
-  switch (pick (fd, -1, false)) {
+  switch (pick ("read", fd, -1, false, len)) {
   case FAULT_EINTR: case FAULT_EAGAIN: return -1;
   case FAULT_SHORT: return real_read (fd, buf, shorter (len));
   default: return real_read (fd, buf, len);
@@ -199,7 +217,7 @@ read (int fd, void *buf, size_t len)
 ssize_t
 write (int fd, const void *buf, size_t len)
 {
-  switch (pick (fd, -1, false)) {
+  switch (pick ("write", fd, -1, false, len)) {
   case FAULT_EINTR: case FAULT_EAGAIN: return -1;
   case FAULT_SHORT: return real_write (fd, buf, shorter (len));
   default: return real_write (fd, buf, len);
@@ -211,7 +229,7 @@ readv (int fd, const struct iovec *iov, int iovcnt)
 {
   struct iovec part[IOV_MAX];
 
-  switch (pick (fd, -1, false)) {
+  switch (pick ("readv", fd, -1, false, 0)) {
   case FAULT_EINTR: case FAULT_EAGAIN: return -1;
   case FAULT_SHORT: return real_readv (fd, part, shorter_iov (iov, iovcnt, part));
   default: return real_readv (fd, iov, iovcnt);
@@ -223,7 +241,7 @@ writev (int fd, const struct iovec *iov, int iovcnt)
 {
   struct iovec part[IOV_MAX];
 
-  switch (pick (fd, -1, false)) {
+  switch (pick ("writev", fd, -1, false, 0)) {
   case FAULT_EINTR: case FAULT_EAGAIN: return -1;
   case FAULT_SHORT: return real_writev (fd, part, shorter_iov (iov, iovcnt, part));
   default: return real_writev (fd, iov, iovcnt);
@@ -233,7 +251,7 @@ writev (int fd, const struct iovec *iov, int iovcnt)
 ssize_t
 splice (int in, loff_t *in_off, int out, loff_t *out_off, size_t len, unsigned flags)
 {
-  switch (pick (in, out, flags & SPLICE_F_NONBLOCK)) {
+  switch (pick ("splice", in, out, flags & SPLICE_F_NONBLOCK, len)) {
   case FAULT_EINTR: case FAULT_EAGAIN: return -1;
   case FAULT_SHORT: return real_splice (in, in_off, out, out_off, shorter (len), flags);
   default: return real_splice (in, in_off, out, out_off, len, flags);
@@ -243,7 +261,7 @@ splice (int in, loff_t *in_off, int out, loff_t *out_off, size_t len, unsigned f
 ssize_t
 recv (int fd, void *buf, size_t len, int flags)
 {
-  switch (pick (fd, -1, flags & MSG_DONTWAIT)) {
+  switch (pick ("recv", fd, -1, flags & MSG_DONTWAIT, len)) {
   case FAULT_EINTR: case FAULT_EAGAIN: return -1;
   case FAULT_SHORT: return real_recv (fd, buf, shorter (len), flags);
   default: return real_recv (fd, buf, len, flags);
@@ -253,7 +271,7 @@ recv (int fd, void *buf, size_t len, int flags)
 ssize_t
 send (int fd, const void *buf, size_t len, int flags)
 {
-  switch (pick (fd, -1, flags & MSG_DONTWAIT)) {
+  switch (pick ("send", fd, -1, flags & MSG_DONTWAIT, len)) {
   case FAULT_EINTR: case FAULT_EAGAIN: return -1;
   case FAULT_SHORT: return real_send (fd, buf, shorter (len), flags);
   default: return real_send (fd, buf, len, flags);
