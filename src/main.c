@@ -11,6 +11,7 @@
 #include "compat.h"
 #include "error.h"
 #include "message.h"
+#include "nbd-stream.h"
 #include "options.h"
 #include "virt-uri.h"
 
@@ -59,11 +60,20 @@ static const char description[] =
   "  WRITE_ZEROES itself with EPERM.  Per-command stats (key=value) go to\n"
   "  stderr (or --stats-file) at the end and every --stats-interval SECS.\n"
   "\n"
+  "NBD stream (doc/nbd-stream.md):\n"
+  "  ferry --nbd-send=SRC | ssh HOST ferry --nbd-receive=DST   copy an export\n"
+  "  ferry --nbd-send=SRC > disk.stream    sparse backup; restore with\n"
+  "  ferry --nbd-receive=DST < disk.stream; ferry --nbd-digest=URI checks it.\n"
+  "  SRC/DST: an NBD URI (nbd://, nbd+unix://, nbds://...) or '[ CMD ARGS... ]'.\n"
+  "\n"
   "Exit codes:\n"
   "  0 success, 1 any failure (nc and virt-ssh-helper only),\n"
   "  2 usage error, 3 cannot connect or listen,\n"
   "  4 I/O failure during the relay, 5 idle timeout,\n"
   "  6 NBD protocol violation (--nbd),\n"
+  "  20 an NBD command failed or the server went away, 21 damaged or\n"
+  "  truncated stream, 22 digest mismatch, 23 destination too small\n"
+  "  (--nbd-send, --nbd-receive, --nbd-digest),\n"
   "  7 ssh host key unknown or changed, 8 ssh authentication failed,\n"
   "  130 SIGINT, 143 SIGTERM.  In ssh exec mode a remote helper's non-zero\n"
   "  exit status becomes ferry's.\n";
@@ -198,6 +208,9 @@ main (int argc, char **argv)
     return personality->main (argc - 1, argv + 1);
   }
   ferry_options_init (&options);
+  /* NBD stream mode (nbd-stream.c): its options, and nbdcopy's '[ CMD ]'. */
+  struct nbd_stream_options nbd_stream = { 0 };
+  nbd_stream_take_command (&nbd_stream, &argc, argv);
 
   GOptionEntry entries[] = {
     { "listen", 'l', 0, G_OPTION_ARG_NONE, &listen,
@@ -260,6 +273,7 @@ main (int argc, char **argv)
   GOptionGroup *group = g_option_group_new ("ferry", "ferry options", "ferry options",
                                             &options, NULL);
   g_option_group_add_entries (group, entries);
+  g_option_group_add_entries (group, nbd_stream_option_entries (&nbd_stream));
   g_option_context_set_main_group (context, group);
 
   if (!g_option_context_parse (context, &argc, &argv, &error)) {
@@ -270,6 +284,8 @@ main (int argc, char **argv)
     printf ("ferry %s\n", PACKAGE_VERSION);
     return FERRY_EXIT_OK;
   }
+  if (nbd_stream_requested (&nbd_stream))
+    return nbd_stream_main (&nbd_stream, argc, argv, verbose);
   if (!socket_activation_take (&options.activation, &error)) {
     ferry_error ("%s", error->message);
     return FERRY_EXIT_USAGE;
