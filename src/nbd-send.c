@@ -31,6 +31,8 @@
 
 #define B STREAM_BLOCK_SIZE
 #define ZEROS_SIZE (1024 * 1024)
+/* Zero runs are merged over map windows up to this length. */
+#define MAX_ZERO_RECORD (64ull << 30)
 
 struct extent {
   uint64_t offset, length;
@@ -226,6 +228,10 @@ next_range (struct sender *s, uint64_t *length)
         break;
       end = f->offset + f->length;
     }
+    /* A zero run that reaches the map's end may go on: wait for the next
+     * window, so that holes cross as few records as possible. */
+    if (end == s->map_end && end < size && end - off < MAX_ZERO_RECORD)
+      return false;
     if (end < size)
       end -= end % B;
     if (end > off) {
@@ -272,8 +278,11 @@ issue_reads (struct sender *s)
         s->map_end - s->next_offset < NBD_STREAM_MAP_WINDOW / 2)
       ask_map (s);
     zero = next_range (s, &length);
-    if (length == 0)
+    if (length == 0) {
+      if (!s->map_pending && s->map_end < e->size)
+        ask_map (s);
       break;
+    }
     if (!zero && (s->in_flight + length > s->in_flight_limit && s->in_flight > 0))
       break;
     if (!zero && nbd_export_in_flight (e) >= limit)
@@ -533,8 +542,12 @@ pump (gpointer data)
     set_failure (s, g_error_copy (s->export.lost));
   if (!s->error)
     write_ready (s);
-  if (!s->error && !s->finished)
+  /* Zero ranges from the map are done at once: write them now. */
+  if (!s->error && !s->finished) {
     issue_reads (s);
+    if (!s->error)
+      write_ready (s);
+  }
   transfer_progress_update (&s->progress, s->counts.data_bytes + s->counts.zero_bytes,
                             s->counts.data_bytes, s->counts.zero_bytes, false);
   /* On a failure, wait for the reads in flight (their buffers) first,
