@@ -533,6 +533,11 @@ nbd_receive_main (const struct nbd_stream_options *options)
     r.complete = r.applied_to;
   transfer_progress_update (&r.progress, r.applied_to, r.stats.data_bytes,
                             r.stats.zero_bytes, !r.error);
+  /* Commands that failed because the connection went are told as that. */
+  if (r.export.lost && r.error && r.error->code == FERRY_EXIT_NBD) {
+    g_error_free (r.error);
+    r.error = g_error_copy (r.export.lost);
+  }
   if (r.error) {
     rc = r.error->code;
     if (rc == FERRY_EXIT_DIGEST || rc == FERRY_EXIT_TOO_SMALL || !r.header_seen)

@@ -619,6 +619,11 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     s.error = g_steal_pointer (&error);
   transfer_progress_update (&s.progress, s.counts.data_bytes + s.counts.zero_bytes,
                             s.counts.data_bytes, s.counts.zero_bytes, !s.error);
+  /* Commands that failed because the connection went are told as that. */
+  if (s.export.lost && s.error && s.error->code == FERRY_EXIT_NBD) {
+    g_error_free (s.error);
+    s.error = g_error_copy (s.export.lost);
+  }
   if (s.error) {
     ferry_error ("%s", s.error->message);
     rc = s.error->code;
