@@ -8,6 +8,7 @@
  * loops only mark the command done and defer the follow-up work. */
 #include <config.h>
 
+#include "gsource-release.h"
 #include "nbd-stream.h"
 
 struct nbd_aio_source {
@@ -144,6 +145,6 @@ nbd_kick_source_new (bool *kicked, GSourceFunc pump, void *data)
   ((struct kick_source *) source)->kicked = kicked;
   g_source_set_callback (source, pump, data, NULL);
   g_source_set_name (source, "nbd-stream-pump");
-  g_source_attach (source, NULL);
+  gsource_attach (source);
   return source;
 }

@@ -21,6 +21,7 @@
 #include "blkhash.h"
 #include "error.h"
 #include "message.h"
+#include "gsource-release.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 #include "transfer-progress.h"
@@ -381,6 +382,7 @@ on_stdin_readable (gint fd, GIOCondition condition, gpointer data)
 {
   struct receiver *r = data;
 
+  gsource_release (r->in_watch);
   r->in_watch = NULL;
   r->kicked = true;
   return G_SOURCE_REMOVE;
@@ -408,8 +410,7 @@ read_input (struct receiver *r)
     r->in_watch = g_unix_fd_source_new (r->in, G_IO_IN | G_IO_HUP | G_IO_ERR);
     g_source_set_callback (r->in_watch, (GSourceFunc) (void (*) (void)) on_stdin_readable,
                            r, NULL);
-    g_source_attach (r->in_watch, NULL);
-    g_source_unref (r->in_watch);
+    gsource_attach (r->in_watch);
     return false;
   }
   set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_IO, "cannot read stdin: %s",
@@ -521,10 +522,9 @@ nbd_receive_main (const struct nbd_stream_options *options)
   kick = nbd_kick_source_new (&r.kicked, pump, &r);
   r.kicked = true;
   g_main_loop_run (r.loop);
-  g_source_destroy (kick);
-  g_source_unref (kick);
+  gsource_release (kick);
   if (r.in_watch)
-    g_source_destroy (r.in_watch);
+    gsource_release (r.in_watch);
 
   /* Whatever was written, even before a failure, is made durable. */
   if (!r.export.lost && !nbd_export_finish (&r.export, true, &error))

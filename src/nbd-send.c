@@ -25,6 +25,7 @@
 #include "blkhash.h"
 #include "error.h"
 #include "message.h"
+#include "gsource-release.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 #include "transfer-progress.h"
@@ -423,6 +424,7 @@ on_stdout_writable (gint fd, GIOCondition condition, gpointer data)
 {
   struct sender *s = data;
 
+  gsource_release (s->out_watch);
   s->out_watch = NULL;
   schedule_pump (s);
   return G_SOURCE_REMOVE;
@@ -449,8 +451,7 @@ write_out (struct sender *s, struct iovec *iov, int n, ssize_t *written)
       s->out_watch = g_unix_fd_source_new (s->out, G_IO_OUT | G_IO_ERR | G_IO_HUP);
       g_source_set_callback (s->out_watch, (GSourceFunc) (void (*) (void)) on_stdout_writable,
                              s, NULL);
-      g_source_attach (s->out_watch, NULL);
-      g_source_unref (s->out_watch);
+      gsource_attach (s->out_watch);
     }
     return false;
   }
@@ -610,10 +611,9 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   kick = nbd_kick_source_new (&s.kicked, pump, &s);
   schedule_pump (&s);
   g_main_loop_run (s.loop);
-  g_source_destroy (kick);
-  g_source_unref (kick);
+  gsource_release (kick);
   if (s.out_watch)
-    g_source_destroy (s.out_watch);
+    gsource_release (s.out_watch);
 
   if (!s.error && !nbd_export_finish (&s.export, false, &error))
     s.error = g_steal_pointer (&error);

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 
 #include "error.h"
+#include "gsource-release.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 
@@ -51,7 +52,7 @@ attach (struct nbd_export *e, struct nbd_handle *nbd)
 
   c->nbd = nbd;
   c->source = nbd_aio_source_new (nbd, on_conn_failure, e);
-  g_source_attach (c->source, NULL);
+  gsource_attach (c->source);
 }
 
 /* The request size: the option's or the default, within the server's
@@ -174,8 +175,7 @@ void
 nbd_export_close (struct nbd_export *e)
 {
   for (unsigned i = 0; i < e->n_conns; i++) {
-    g_source_destroy (e->conn[i].source);
-    g_source_unref (e->conn[i].source);
+    gsource_release (e->conn[i].source);
     nbd_close (e->conn[i].nbd);
   }
   e->n_conns = 0;
