@@ -10,8 +10,11 @@
 
 #define BLKHASH_SIZE 32
 
+struct blkhash_worker;
+
 struct blkhash {
   void *outer;                /* EVP_MD_CTX over the block digests */
+  struct blkhash_worker *worker;   /* hashing on a thread, if started */
   uint64_t size;              /* the image's size */
   uint64_t next;              /* the image offset hashed up to */
   uint32_t block_size;
@@ -24,8 +27,23 @@ bool blkhash_init (struct blkhash *b, uint64_t size, uint32_t block_size);
 void blkhash_data (struct blkhash *b, const uint8_t *buf, size_t len);
 /* The next @len bytes are zero. */
 void blkhash_zero (struct blkhash *b, uint64_t len);
-/* The digest, once all b->size bytes were hashed; frees @b. */
+/* Hash on a worker thread from now on, in order: blkhash_data_async
+ * and blkhash_zero queue their work, and each job done sets *@kicked
+ * (atomically) and wakes the default main context, whose loop then calls
+ * blkhash_collect. */
+void blkhash_start_worker (struct blkhash *b, bool *kicked);
+/* Like blkhash_data, but @data must stay valid until @release (@arg) is
+ * called, from blkhash_collect, blkhash_final or blkhash_clear, on the
+ * calling thread (at once without a worker). */
+void blkhash_data_async (struct blkhash *b, const uint8_t *data, size_t len,
+                         void (*release) (void *arg), void *arg);
+/* Release the data of the jobs the worker has finished. */
+void blkhash_collect (struct blkhash *b);
+
+/* The digest, once all b->size bytes were hashed (waits for the worker);
+ * frees @b. */
 void blkhash_final (struct blkhash *b, unsigned char out[BLKHASH_SIZE]);
+/* Stop the worker (its unhashed jobs are released), free @b. */
 void blkhash_clear (struct blkhash *b);
 /* @digest as 64 lower-case hex digits in @hex. */
 void blkhash_hex (const unsigned char digest[BLKHASH_SIZE], char hex[2 * BLKHASH_SIZE + 1]);

@@ -115,19 +115,19 @@ static gboolean
 kick_prepare (GSource *source, gint *timeout)
 {
   *timeout = -1;
-  return *((struct kick_source *) source)->kicked;
+  return __atomic_load_n (((struct kick_source *) source)->kicked, __ATOMIC_ACQUIRE);
 }
 
 static gboolean
 kick_check (GSource *source)
 {
-  return *((struct kick_source *) source)->kicked;
+  return __atomic_load_n (((struct kick_source *) source)->kicked, __ATOMIC_ACQUIRE);
 }
 
 static gboolean
 kick_dispatch (GSource *source, GSourceFunc callback, gpointer data)
 {
-  *((struct kick_source *) source)->kicked = false;
+  __atomic_store_n (((struct kick_source *) source)->kicked, false, __ATOMIC_RELEASE);
   return callback (data);
 }
 

@@ -30,7 +30,9 @@
 
 /* A DATA record's (or a raw piece's) bytes, shared by its writes. */
 struct payload {
-  unsigned refs;
+  unsigned refs;              /* the record's, each write's, and the hash's */
+  uint64_t length;
+  struct receiver *receiver;
   uint8_t data[];
 };
 
@@ -72,6 +74,7 @@ struct receiver {
 
   GQueue commands;            /* struct command_req in flight, in offset order */
   uint64_t in_flight;         /* bytes of writes in flight */
+  uint64_t hash_backlog;      /* bytes queued for the hash worker */
   uint64_t in_flight_limit;
   uint64_t applied_to;        /* every record before it was issued */
   uint64_t complete;          /* every command before it succeeded */
@@ -101,6 +104,15 @@ payload_unref (struct payload *p)
     g_free (p);
 }
 
+static void
+hashed (void *data)
+{
+  struct payload *p = data;
+
+  p->receiver->hash_backlog -= p->length;
+  payload_unref (p);
+}
+
 static int
 command_done (void *data, int *error)
 {
@@ -109,7 +121,7 @@ command_done (void *data, int *error)
   c->done = true;
   c->error = *error;
   c->conn->in_flight--;
-  c->receiver->kicked = true;
+  __atomic_store_n (&c->receiver->kicked, true, __ATOMIC_RELEASE);
   return 1;
 }
 
@@ -150,7 +162,7 @@ issue (struct receiver *r, enum command command, uint64_t offset, uint64_t lengt
 static bool
 has_room (struct receiver *r)
 {
-  return r->in_flight < r->in_flight_limit &&
+  return r->in_flight + r->hash_backlog < r->in_flight_limit &&
          nbd_export_in_flight (&r->export) <
            r->export.n_conns * NBD_STREAM_REQUESTS_PER_CONNECTION;
 }
@@ -225,8 +237,12 @@ apply_record (struct receiver *r, bool scan)
   uint64_t off = r->record_offset, len = r->record_length;
   uint32_t block = STREAM_BLOCK_SIZE;
 
-  if (r->hashing)
-    blkhash_data (&r->hash, p->data, len);
+  if (r->hashing) {
+    p->refs++;
+    p->length = len;
+    r->hash_backlog += len;
+    blkhash_data_async (&r->hash, p->data, len, hashed, p);
+  }
   if (!scan) {
     r->stats.data_bytes += len;
     issue_writes (r, p, off, p->data, len);
@@ -260,6 +276,7 @@ start_record (struct receiver *r, uint64_t offset, uint64_t length)
 {
   r->record = g_malloc (sizeof *r->record + length);
   r->record->refs = 1;
+  r->record->receiver = r;
   r->record_offset = offset;
   r->record_length = length;
   r->record_have = 0;
@@ -284,6 +301,8 @@ check_header (struct receiver *r)
                                  "cannot set up SHA-256 (libcrypto)"));
     return false;
   }
+  if (r->hashing)
+    blkhash_start_worker (&r->hash, &r->kicked);
   r->progress.total = h->size;
   r->header_seen = true;
   return true;
@@ -384,7 +403,7 @@ on_stdin_readable (gint fd, GIOCondition condition, gpointer data)
 
   gsource_release (r->in_watch);
   r->in_watch = NULL;
-  r->kicked = true;
+  __atomic_store_n (&r->kicked, true, __ATOMIC_RELEASE);
   return G_SOURCE_REMOVE;
 }
 
@@ -474,6 +493,8 @@ pump (gpointer data)
 
   if (r->export.lost && !r->error)
     set_failure (r, g_error_copy (r->export.lost));
+  if (r->hashing)
+    blkhash_collect (&r->hash);
   retire (r);
   work (r);
   retire (r);
@@ -513,6 +534,8 @@ nbd_receive_main (const struct nbd_stream_options *options)
   if (options->raw) {
     r.size = r.export.size;
     r.hashing = options->verbose && blkhash_init (&r.hash, r.size, STREAM_BLOCK_SIZE);
+    if (r.hashing)
+      blkhash_start_worker (&r.hash, &r.kicked);
   }
   flags = fcntl (r.in, F_GETFL);
   if (flags >= 0)
@@ -520,7 +543,7 @@ nbd_receive_main (const struct nbd_stream_options *options)
   fcntl (r.in, F_SETPIPE_SZ, INPUT_SIZE);
 
   kick = nbd_kick_source_new (&r.kicked, pump, &r);
-  r.kicked = true;
+  __atomic_store_n (&r.kicked, true, __ATOMIC_RELEASE);
   g_main_loop_run (r.loop);
   gsource_release (kick);
   if (r.in_watch)
@@ -552,14 +575,14 @@ nbd_receive_main (const struct nbd_stream_options *options)
   if (options->verbose)
     nbd_stream_print_summary ("receive", &r.stats, hex);
   nbd_export_close (&r.export);
+  if (r.hashing)
+    blkhash_clear (&r.hash);
   while (!g_queue_is_empty (&r.commands)) {
     struct command_req *c = g_queue_pop_head (&r.commands);
     payload_unref (c->payload);
     g_free (c);
   }
   payload_unref (r.record);
-  if (r.hashing)
-    blkhash_clear (&r.hash);
   g_free (r.zero_buffer);
   g_free (r.input);
   g_main_loop_unref (r.loop);

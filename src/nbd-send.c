@@ -50,6 +50,7 @@ struct segment {
 
 /* One read, or one zero range found in the map, in offset order. */
 struct request {
+  unsigned refs;              /* the queue's, and one per DATA segment being hashed */
   uint64_t offset, length;
   uint8_t *buf;               /* NULL for a zero range from the map */
   struct sender *sender;
@@ -80,7 +81,7 @@ struct sender {
 
   uint64_t next_offset;       /* the next read or zero range starts here */
   GQueue queue;               /* struct request, in offset order */
-  uint64_t in_flight;         /* bytes of reads issued and not yet written */
+  uint64_t in_flight;         /* bytes of reads issued and not yet written and hashed */
   uint64_t in_flight_limit;
 
   uint8_t preamble[STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE];  /* header or END */
@@ -101,7 +102,7 @@ static const uint8_t zeros[ZEROS_SIZE];
 static void
 schedule_pump (struct sender *s)
 {
-  s->kicked = true;
+  __atomic_store_n (&s->kicked, true, __ATOMIC_RELEASE);
 }
 
 static void
@@ -290,6 +291,7 @@ issue_reads (struct sender *s)
       break;
     struct request *r = g_new0 (struct request, 1);
     r->sender = s;
+    r->refs = 1;
     r->offset = s->next_offset;
     r->length = length;
     if (zero) {
@@ -312,6 +314,19 @@ issue_reads (struct sender *s)
     s->next_offset += length;
   }
   nbd_stream_sample_in_flight (&s->stats, s->in_flight);
+}
+
+static void
+request_unref (void *data)
+{
+  struct request *r = data;
+
+  if (--r->refs > 0)
+    return;
+  r->sender->in_flight -= r->buf ? r->length : 0;
+  g_free (r->segments);
+  g_free (r->buf);
+  g_free (r);
 }
 
 static void
@@ -358,8 +373,10 @@ take_request (struct sender *s, struct request *r)
     } else {
       s->counts.data_records++;
       s->counts.data_bytes += g->length;
-      if (s->hashing)
-        blkhash_data (&s->hash, g->data, g->length);
+      if (s->hashing) {
+        r->refs++;
+        blkhash_data_async (&s->hash, g->data, g->length, request_unref, r);
+      }
     }
   }
   s->stats.data_bytes = s->counts.data_bytes;
@@ -526,10 +543,7 @@ write_ready (struct sender *s)
     }
     if (advance (s, r, n)) {
       g_queue_pop_head (&s->queue);
-      s->in_flight -= r->buf ? r->length : 0;
-      g_free (r->segments);
-      g_free (r->buf);
-      g_free (r);
+      request_unref (r);
     }
   }
 }
@@ -541,6 +555,8 @@ pump (gpointer data)
 
   if (s->export.lost && !s->error)
     set_failure (s, g_error_copy (s->export.lost));
+  if (s->hashing)
+    blkhash_collect (&s->hash);
   if (!s->error)
     write_ready (s);
   /* Zero ranges from the map are done at once: write them now. */
@@ -593,6 +609,10 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     ferry_error ("cannot set up SHA-256 (libcrypto)");
     return FERRY_EXIT_FAILURE;
   }
+  /* SHA-256 of every data byte costs as much as the rest of the copy:
+   * a thread of its own. */
+  if (s.hashing)
+    blkhash_start_worker (&s.hash, &s.kicked);
   if (!s.raw && !digest_only) {
     struct stream_header h = { s.hashing ? STREAM_FLAG_DIGEST : 0, s.export.size, B };
     stream_encode_header (s.preamble, &h);
@@ -639,14 +659,10 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   /* Reads still in flight when a connection died: libnbd retired them
    * when it closed, so their buffers are free to go now. */
   nbd_export_close (&s.export);
-  while (!g_queue_is_empty (&s.queue)) {
-    struct request *r = g_queue_pop_head (&s.queue);
-    g_free (r->segments);
-    g_free (r->buf);
-    g_free (r);
-  }
   if (s.hashing)
     blkhash_clear (&s.hash);
+  while (!g_queue_is_empty (&s.queue))
+    request_unref (g_queue_pop_head (&s.queue));
   g_array_unref (s.map);
   g_main_loop_unref (s.loop);
   return rc;

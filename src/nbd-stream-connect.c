@@ -20,7 +20,7 @@ on_conn_failure (void *data, const char *reason)
   if (!e->lost)
     e->lost = g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
                            "NBD connection to %s lost: %s", e->name, reason);
-  *e->kicked = true;
+  __atomic_store_n (e->kicked, true, __ATOMIC_RELEASE);
 }
 
 static struct nbd_handle *
