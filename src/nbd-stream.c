@@ -181,24 +181,43 @@ plain_bytes (char *value)
   return g_strdup_printf ("%" G_GUINT64_FORMAT, n);
 }
 
+static void
+options_clear (struct nbd_stream_options *o)
+{
+  g_free (o->command);
+  g_free (o->send);
+  g_free (o->receive);
+  g_free (o->digest);
+  g_free (o->progress);
+  g_free (o->request_size);
+  g_free (o->in_flight);
+}
+
 int
 nbd_stream_main (struct nbd_stream_options *o, int argc, char **argv, bool verbose)
 {
   g_autoptr (GError) error = NULL;
-  g_autofree char *request_size = NULL, *in_flight = NULL;
   int rc;
 
   if (!check_options (o, argc, argv, &error)) {
     ferry_error ("%s", error->message);
+    options_clear (o);
     return FERRY_EXIT_USAGE;
   }
-  if (o->request_size)
-    o->request_size = request_size = plain_bytes (o->request_size);
-  if (o->in_flight)
-    o->in_flight = in_flight = plain_bytes (o->in_flight);
+  /* From here on, plain byte counts. */
+  if (o->request_size) {
+    char *plain = plain_bytes (o->request_size);
+    g_free (o->request_size);
+    o->request_size = plain;
+  }
+  if (o->in_flight) {
+    char *plain = plain_bytes (o->in_flight);
+    g_free (o->in_flight);
+    o->in_flight = plain;
+  }
   o->verbose = verbose;
   rc = o->receive ? nbd_receive_main (o) : nbd_send_main (o, o->digest != NULL);
-  g_free (o->command);
+  options_clear (o);
   return rc;
 }
 
