@@ -51,6 +51,7 @@ serve sparse sparse-random size=2G seed=1 percent=10
 serve dense pattern size=2G
 serve quarter sparse-random size=1G seed=2 percent=25
 serve dst memory size=2G
+serve dst1g memory size=1G
 
 mkdir "$T/bin"
 ln -s "$FERRY" "$T/bin/ferry"
@@ -64,7 +65,7 @@ remote () { "$SSH_CMD" -p "$delay_port" 127.0.0.1 "$@"; }
 # The NBD tunnel for the reference row: a local socket whose connections
 # ferry carries over ssh to the destination's socket.
 bg "$FERRY" -l -k "unix:$T/tunnel.sock" \
-    "ssh://root@127.0.0.1:$delay_port$T/dst.sock?keyfile=$SSH_KEY&known_hosts=$SSH_DIR/known_hosts"
+    "ssh://root@127.0.0.1:$delay_port$T/dst1g.sock?keyfile=$SSH_KEY&known_hosts=$SSH_DIR/known_hosts"
 wait_for_socket "$T/tunnel.sock"
 
 # tmpfs copies for sha256sum.
@@ -92,8 +93,8 @@ for round in $(seq "$rounds"); do
     run dense-ferry "$TIME -o $T/t.dense.send $F --nbd-send='$(uri dense)' | $TIME -o $T/t.dense.recv $F --nbd-receive='$(uri dst)'"
     run dense-nbdcopy "nbdcopy '$(uri dense)' - | nbdcopy - '$(uri dst)'"
     run dense-direct "nbdcopy '$(uri dense)' '$(uri dst)'"
-    run ssh-ferry "$F --nbd-send='$(uri quarter)' | $SSH_CMD -p $delay_port 127.0.0.1 \"ferry --nbd-receive='$(uri dst)'\""
-    run ssh-nbdcopy "nbdcopy '$(uri quarter)' - | $SSH_CMD -p $delay_port 127.0.0.1 \"nbdcopy - '$(uri dst)'\""
+    run ssh-ferry "$F --nbd-send='$(uri quarter)' | $SSH_CMD -p $delay_port 127.0.0.1 \"ferry --nbd-receive='$(uri dst1g)'\""
+    run ssh-nbdcopy "nbdcopy '$(uri quarter)' - | $SSH_CMD -p $delay_port 127.0.0.1 \"nbdcopy - '$(uri dst1g)'\""
     run ssh-tunnel "nbdcopy '$(uri quarter)' 'nbd+unix:///?socket=$T/tunnel.sock'"
     run digest-dense-ferry "$F --nbd-digest='$(uri dense)' > /dev/null"
     run digest-dense-sha "sha256sum $shm/dense.raw > /dev/null"

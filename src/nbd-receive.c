@@ -525,8 +525,7 @@ nbd_receive_main (const struct nbd_stream_options *options)
   }
   r.loop = g_main_loop_new (NULL, FALSE);
   r.input = g_malloc (INPUT_SIZE);
-  r.in_flight_limit = options->in_flight ? g_ascii_strtoull (options->in_flight, NULL, 10)
-                                         : NBD_STREAM_DEFAULT_IN_FLIGHT;
+  r.in_flight_limit = options->in_flight;
   g_queue_init (&r.commands);
   stream_parser_init (&r.parser);
   transfer_progress_init (&r.progress, options->progress, r.export.size);

@@ -601,8 +601,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     g_array_append_val (s.map, all);
     s.map_end = s.export.size;
   }
-  s.in_flight_limit = options->in_flight ? g_ascii_strtoull (options->in_flight, NULL, 10)
-                                         : NBD_STREAM_DEFAULT_IN_FLIGHT;
+  s.in_flight_limit = options->in_flight;
   g_queue_init (&s.queue);
   s.hashing = digest_only || !options->no_verify;
   if (s.hashing && !blkhash_init (&s.hash, s.export.size, B)) {

@@ -112,10 +112,7 @@ nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
   e->can_flush = nbd_can_flush (nbd) == 1;
   e->has_map = !writing && !options->no_extents &&
                nbd_can_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
-  uint64_t request = NBD_STREAM_DEFAULT_REQUEST_SIZE;
-  if (options->request_size)
-    request = g_ascii_strtoull (options->request_size, NULL, 10);
-  if (!choose_request_size (e, nbd, request, error))
+  if (!choose_request_size (e, nbd, options->request_size, error))
     return false;
   /* A command's server is a child of this one connection. */
   if (options->command || nbd_can_multi_conn (nbd) != 1)

@@ -73,8 +73,8 @@ nbd_stream_option_entries (struct nbd_stream_options *options)
   entries[6].arg_data = &options->destination_is_zero;
   entries[7].arg_data = &options->allocated;
   entries[8].arg_data = &options->no_verify;
-  entries[10].arg_data = &options->request_size;
-  entries[11].arg_data = &options->in_flight;
+  entries[10].arg_data = &options->request_size_arg;
+  entries[11].arg_data = &options->in_flight_arg;
   return entries;
 }
 
@@ -109,15 +109,18 @@ nbd_stream_requested (const struct nbd_stream_options *o)
   return o->send || o->receive || o->digest;
 }
 
-/* BYTES with an optional K, M or G, from @min to @max. */
+/* BYTES with an optional K, M or G, from @min to @max, into *@out;
+ * @value NULL leaves *@out. */
 static bool
 parse_bytes (const char *option, const char *value, uint64_t min, uint64_t max,
-             GError **error)
+             uint64_t *out, GError **error)
 {
   char *end;
-  guint64 n = g_ascii_strtoull (value, &end, 10);
-  guint64 scale = 1;
+  guint64 n, scale = 1;
 
+  if (value == NULL)
+    return true;
+  n = g_ascii_strtoull (value, &end, 10);
   switch (g_ascii_toupper (*end)) {
   case 'K': scale = 1024; end++; break;
   case 'M': scale = 1024 * 1024; end++; break;
@@ -129,6 +132,7 @@ parse_bytes (const char *option, const char *value, uint64_t min, uint64_t max,
                  option, value, min, max);
     return false;
   }
+  *out = n * scale;
   return true;
 }
 
@@ -159,26 +163,12 @@ check_options (struct nbd_stream_options *o, int argc, char **argv, GError **err
                  argc > 1 ? ": " : "", argc > 1 ? argv[1] : "");
     return false;
   }
-  if ((o->request_size && !parse_bytes ("--request-size", o->request_size,
-                                        STREAM_BLOCK_SIZE, STREAM_MAX_DATA, error)) ||
-      (o->in_flight && !parse_bytes ("--in-flight", o->in_flight, STREAM_BLOCK_SIZE,
-                                     1ull << 30, error)))
-    return false;
-  return true;
-}
-
-static char *
-plain_bytes (char *value)
-{
-  char *end;
-  guint64 n = g_ascii_strtoull (value, &end, 10);
-
-  switch (g_ascii_toupper (*end)) {
-  case 'K': n <<= 10; break;
-  case 'M': n <<= 20; break;
-  case 'G': n <<= 30; break;
-  }
-  return g_strdup_printf ("%" G_GUINT64_FORMAT, n);
+  o->request_size = NBD_STREAM_DEFAULT_REQUEST_SIZE;
+  o->in_flight = NBD_STREAM_DEFAULT_IN_FLIGHT;
+  return parse_bytes ("--request-size", o->request_size_arg, STREAM_BLOCK_SIZE,
+                      STREAM_MAX_DATA, &o->request_size, error) &&
+         parse_bytes ("--in-flight", o->in_flight_arg, STREAM_BLOCK_SIZE, 1ull << 30,
+                      &o->in_flight, error);
 }
 
 static void
@@ -189,8 +179,8 @@ options_clear (struct nbd_stream_options *o)
   g_free (o->receive);
   g_free (o->digest);
   g_free (o->progress);
-  g_free (o->request_size);
-  g_free (o->in_flight);
+  g_free (o->request_size_arg);
+  g_free (o->in_flight_arg);
 }
 
 int
@@ -203,17 +193,6 @@ nbd_stream_main (struct nbd_stream_options *o, int argc, char **argv, bool verbo
     ferry_error ("%s", error->message);
     options_clear (o);
     return FERRY_EXIT_USAGE;
-  }
-  /* From here on, plain byte counts. */
-  if (o->request_size) {
-    char *plain = plain_bytes (o->request_size);
-    g_free (o->request_size);
-    o->request_size = plain;
-  }
-  if (o->in_flight) {
-    char *plain = plain_bytes (o->in_flight);
-    g_free (o->in_flight);
-    o->in_flight = plain;
   }
   o->verbose = verbose;
   rc = o->receive ? nbd_receive_main (o) : nbd_send_main (o, o->digest != NULL);

@@ -30,8 +30,10 @@ struct nbd_stream_options {
   gboolean no_verify;         /* no digest, in the stream or checked */
   int connections;            /* --connections=N; 0: up to 4 with multi-conn */
   char *progress;             /* NULL: none; "": terminal line; "fd:N" */
-  char *request_size;         /* --request-size=BYTES */
-  char *in_flight;            /* --in-flight=BYTES */
+  char *request_size_arg;     /* --request-size=BYTES, as given */
+  char *in_flight_arg;        /* --in-flight=BYTES, as given */
+  uint64_t request_size;      /* parsed, or the default */
+  uint64_t in_flight;         /* parsed, or the default */
   bool verbose;               /* -v: the summary at the end */
 };
 
