@@ -37,3 +37,10 @@ assert_eq "100/100" "$(tail -1 "$T/progress")" "last progress line"
 qemu-img compare -f raw -F raw "$(uri src)" "$(uri dst)" >&2 || fail "copy differs"
 "$FERRY" --nbd-send="$(uri src)" | "$FERRY" --nbd-receive="$(uri dst)" --allocated
 grep -q ' Zero .* trim=0' "$T/dst.log" || fail "--allocated: no NO_HOLE zero in $(grep -m3 Zero "$T/dst.log")"
+# --progress on a terminal (script(1) gives stderr a pty): a refreshing line.
+if command -v script > /dev/null; then
+    script -qec "'$FERRY' --progress --nbd-send='$(uri src)' > /dev/null" /dev/null |
+        tr '\r' '\n' > "$T/line"
+    grep -qE '^100% +[0-9.]+ MiB/s  ETA 00:00  data [0-9]+ MiB  zero [0-9]+ MiB' "$T/line" ||
+        fail "progress line: $(cat -v "$T/line")"
+fi
