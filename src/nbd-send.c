@@ -650,7 +650,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     ferry_error ("%s", s.error->message);
     rc = s.error->code;
     g_error_free (s.error);
-  } else if (s.hashing || s.counts.digest[0] || digest_only || !options->no_verify) {
+  } else if (digest_only || !options->no_verify) {
     blkhash_hex (s.counts.digest, hex);
   }
   if (digest_only && rc == FERRY_EXIT_OK)
