@@ -114,8 +114,8 @@ def times(name):
 v = open(f"{T}/sparse.send.v").read()
 data = int(re.search(r" data=(\d+)", v).group(1)); wire = int(re.search(r" wire=(\d+)", v).group(1))
 rows = [
-    ("2 GiB, 10% data, through a pipe", "sparse-ferry", "sparse-nbdcopy", "nbdcopy SRC - | nbdcopy - DST", ">= 5x"),
-    ("2 GiB dense pattern, through a pipe", "dense-ferry", "dense-nbdcopy", "nbdcopy SRC - | nbdcopy - DST", ">= 1.3x"),
+    ("2 GiB, 10% data, through a pipe", "sparse-ferry", "sparse-nbdcopy", "nbdcopy SRC - \\| nbdcopy - DST", ">= 5x"),
+    ("2 GiB dense pattern, through a pipe", "dense-ferry", "dense-nbdcopy", "nbdcopy SRC - \\| nbdcopy - DST", ">= 1.3x"),
     ("the same, as a ceiling", "dense-ferry", "dense-direct", "nbdcopy SRC DST", ">= 0.8x"),
     (f"1 GiB, 25% data, ssh, {2 * delay} ms RTT", "ssh-ferry", "ssh-nbdcopy", "nbdcopy pair through ssh", ">= 3x"),
     ("--nbd-digest, dense 2 GiB", "digest-dense-ferry", "digest-dense-sha", "sha256sum (tmpfs)", ">= 4x"),
