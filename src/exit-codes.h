@@ -13,6 +13,11 @@ enum ferry_exit {
   FERRY_EXIT_PROTOCOL = 6,    /* --nbd: the peer violated the NBD protocol */
   FERRY_EXIT_SSH_HOSTKEY = 7, /* ssh: the server's host key is unknown, changed or of another type */
   FERRY_EXIT_SSH_AUTH = 8,    /* ssh: the server accepted none of our credentials */
+  /* NBD stream mode (--nbd-send, --nbd-receive, --nbd-digest) */
+  FERRY_EXIT_NBD = 20,        /* an NBD command failed, or the server went away */
+  FERRY_EXIT_STREAM = 21,     /* the stream is damaged or truncated */
+  FERRY_EXIT_DIGEST = 22,     /* the data received does not match the stream's digest */
+  FERRY_EXIT_TOO_SMALL = 23,  /* the destination export is smaller than the stream's */
   /* 128 + the signal's number, after SIGHUP, SIGINT, SIGQUIT or SIGTERM,
    * when a relay did not deliver everything (run.c) */
   FERRY_EXIT_SIGHUP = 129,

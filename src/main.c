@@ -20,6 +20,7 @@
 #include "compat.h"
 #include "error.h"
 #include "message.h"
+#include "nbd-stream.h"
 #include "run.h"
 #include "virt-uri.h"
 
@@ -76,24 +77,32 @@ static const char description[] =
   "  WRITE_ZEROES itself with EPERM.  Per-command stats (key=value) go to\n"
   "  stderr (or --stats-file) at the end and every --stats-interval SECS.\n"
   "\n"
+  "NBD stream (doc/nbd-stream.md):\n"
+  "  ferry --nbd-send=SRC | ssh HOST ferry --nbd-receive=DST   copy an export\n"
+  "  ferry --nbd-send=SRC > disk.stream    sparse backup; restore with\n"
+  "  ferry --nbd-receive=DST < disk.stream; ferry --nbd-digest=URI checks it.\n"
+  "  SRC/DST: an NBD URI (nbd://, nbd+unix://, nbds://...) or '[ CMD ARGS... ]'.\n"
+  "\n"
   "Exit codes:\n"
   "  0 success, 1 any failure (nc and virt-ssh-helper only),\n"
   "  2 usage error, 3 cannot connect or listen,\n"
   "  4 I/O failure during the relay, 5 idle timeout,\n"
   "  6 NBD protocol violation (--nbd),\n"
+  "  20 an NBD command failed or the server went away, 21 damaged or\n"
+  "  truncated stream, 22 digest mismatch, 23 destination too small\n"
+  "  (--nbd-send, --nbd-receive, --nbd-digest),\n"
   "  7 ssh host key unknown or changed, 8 ssh authentication failed,\n"
   "  129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM (bytes were lost).\n"
   "  In ssh exec mode a remote helper's non-zero\n"
   "  exit status becomes ferry's.\n";
 
-/* At most this many entries in option_table (command_line.given). */
+/* At most this many entries in option_table (one option group's entries). */
 #define MAX_OPTIONS 128
 
 /* What the command line says, as parse_argv() read it. */
 struct command_line {
   struct ferry_options options;   /* the option table writes here */
   bool version;                   /* -V: print the version, run nothing */
-  bool given[MAX_OPTIONS];        /* option_table[i] was on the command line */
   char **args;                    /* the arguments: ADDRESS, or LISTEN [TARGET] */
   int n_args;
   GPtrArray *strings;             /* owns the string values in @options */
@@ -229,13 +238,13 @@ parse_filename (struct command_line *cli, const char *name, const char *value,
   return parse_string (cli, name, value, field, error);
 }
 
-/* --progress[=auto|always|never] */
+/* --progress[=auto|always|never|fd:N] */
 static bool
 parse_progress (struct command_line *cli, const char *name, const char *value,
                 void *field, GError **error)
 {
   (void) cli, (void) name;
-  return progress_mode_parse (value, field, error);
+  return progress_spec_parse (value, field, error);
 }
 
 /* GOption would take the ADDRESS after a bare --progress as its optional
@@ -249,7 +258,9 @@ spell_out_bare_progress (int argc, char **argv)
 }
 
 /* --help's sections: --help-NAME shows one, --help-all every one. */
-enum option_group { GROUP_MAIN, GROUP_RELAY, GROUP_FORWARD, GROUP_SSH, GROUP_NBD, N_GROUPS };
+enum option_group {
+  GROUP_MAIN, GROUP_RELAY, GROUP_FORWARD, GROUP_SSH, GROUP_NBD, GROUP_STREAM, N_GROUPS
+};
 
 static const struct {
   const char *name, *title, *help;
@@ -259,6 +270,8 @@ static const struct {
                       "Show listen and forward options" },
   [GROUP_SSH] = { "ssh", "ssh options (ssh:// addresses):", "Show ssh options" },
   [GROUP_NBD] = { "nbd", "NBD options:", "Show NBD options" },
+  [GROUP_STREAM] = { "nbd-stream", "NBD stream options (doc/nbd-stream.md):",
+                     "Show NBD stream options" },
 };
 
 #define FIELD(member) offsetof (struct command_line, member)
@@ -301,8 +314,9 @@ static const struct option {
   { "connect-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.connect.timeout), "SECS",
     "Give up connecting after SECS" },
   { "progress", 0, GROUP_RELAY, parse_progress, FIELD (options.progress), "WHEN",
-    "A live line on stderr: bytes, MiB/s, percent and ETA of a sized stdin "
-    "(WHEN: auto, the default, only on a terminal; always; never)" },
+    "A live line on stderr: bytes, MiB/s, percent and ETA of a sized stdin or "
+    "an NBD stream (WHEN: auto, the default, only on a terminal; always; never; "
+    "fd:N, nbdcopy's 'P/100' lines on fd N)" },
   { "drain-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.drain_timeout), "SECS",
     "On SIGTERM, SIGINT or SIGHUP, give the live relays SECS to deliver (default 10)" },
   { "keepalive", 0, GROUP_RELAY, parse_keepalive, FIELD (options.connect.keepalive), "SECS",
@@ -331,6 +345,31 @@ static const struct option {
   { "nbd-greeting-timeout", 0, GROUP_NBD, parse_seconds,
     FIELD (options.relay.nbd.greeting_timeout), "SECS",
     "With --nbd, give up if the server has not greeted in SECS (default 30; 0: never)" },
+
+  { "nbd-send", 0, GROUP_STREAM, parse_string, FIELD (options.stream.send), "SOURCE",
+    "Write the NBD export SOURCE (a URI, or '[ CMD ARGS... ]') to stdout as a "
+    "sparse, verified stream" },
+  { "nbd-receive", 0, GROUP_STREAM, parse_string, FIELD (options.stream.receive), "DEST",
+    "Apply a stream from stdin to the NBD export DEST (a URI, or '[ CMD ARGS... ]')" },
+  { "nbd-digest", 0, GROUP_STREAM, parse_string, FIELD (options.stream.digest), "URI",
+    "Print the block-hash digest (SHA-256, 64 KiB blocks) of an NBD export" },
+  { "raw", 0, GROUP_STREAM, parse_set, FIELD (options.stream.raw), NULL,
+    "With --nbd-send/--nbd-receive: plain image bytes, as nbdcopy URI - / nbdcopy - URI" },
+  { "connections", 0, GROUP_STREAM, parse_connections, FIELD (options.stream.connections),
+    "N", "NBD connections when the server allows multi-conn (default and at most 4)" },
+  { "no-extents", 0, GROUP_STREAM, parse_set, FIELD (options.stream.no_extents), NULL,
+    "Do not ask the source for its allocation map (read everything, scan for zeros)" },
+  { "destination-is-zero", 0, GROUP_STREAM, parse_set,
+    FIELD (options.stream.destination_is_zero), NULL,
+    "--nbd-receive: the destination reads as zeros already; skip ZERO records" },
+  { "allocated", 0, GROUP_STREAM, parse_set, FIELD (options.stream.allocated), NULL,
+    "--nbd-receive: write zeros allocated (NO_HOLE) instead of punching holes" },
+  { "no-verify", 0, GROUP_STREAM, parse_set, FIELD (options.stream.no_verify), NULL,
+    "Leave the digest out of the stream, or do not check it" },
+  { "request-size", 0, GROUP_STREAM, parse_size, FIELD (options.stream.request_size), "BYTES",
+    "NBD read/write request size (default 2M; within the server's limits)" },
+  { "in-flight", 0, GROUP_STREAM, parse_size, FIELD (options.stream.in_flight), "BYTES",
+    "Bytes of NBD reads or writes in flight at most (default 64M)" },
 };
 G_STATIC_ASSERT (G_N_ELEMENTS (option_table) <= MAX_OPTIONS);
 
@@ -346,15 +385,6 @@ option_named (const char *name)
   g_assert_not_reached ();
 }
 
-static bool
-given (const struct command_line *cli, const char *long_name)
-{
-  for (size_t i = 0; i < G_N_ELEMENTS (option_table); i++)
-    if (strcmp (option_table[i].long_name, long_name) == 0)
-      return cli->given[i];
-  g_assert_not_reached ();
-}
-
 /* Every entry's GOptionEntry callback: @name is as typed, "-b" or "--buffer-size". */
 static gboolean
 on_option (const char *name, const char *value, gpointer data, GError **error)
@@ -362,7 +392,6 @@ on_option (const char *name, const char *value, gpointer data, GError **error)
   struct command_line *cli = data;
   const struct option *o = option_named (name);
 
-  cli->given[o - option_table] = true;
   return o->parse (cli, name, value, (char *) cli + o->field, error);
 }
 
@@ -415,12 +444,30 @@ parse_argv (struct command_line *cli, int argc, char **argv, GError **error)
 
 /* Every usage error that involves more than one option or argument, then
  * the options that follow from the arguments: where to connect or listen. */
+/* The stream modes take no address and none of the relay's roles; their
+ * own rules are nbd-stream.c's.  They share -v and --progress. */
+static bool
+validate_stream (struct command_line *cli, GError **error)
+{
+  struct ferry_options *options = &cli->options;
+
+  if (cli->n_args > 0)
+    return usage_error (error, "stream mode takes no ADDRESS: %s", cli->args[0]);
+  if (options->listen || options->keep_listening)
+    return usage_error (error, "stream mode takes no -l/--listen or -k/--keep-open");
+  options->stream.progress = options->progress;
+  options->stream.verbose = options->relay.verbose;
+  return nbd_stream_validate (&options->stream, error);
+}
+
 static bool
 validate (struct command_line *cli, GError **error)
 {
   struct ferry_options *options = &cli->options;
   bool activated;
 
+  if (nbd_stream_requested (&options->stream))
+    return validate_stream (cli, error);
   if (!socket_activation_take (&options->activation, error))
     return false;
   activated = options->activation.n_fds > 0;
@@ -451,7 +498,7 @@ validate (struct command_line *cli, GError **error)
       (options->max_connections || options->exit_idle_time))
     return usage_error (error, "--max-connections and --exit-idle-time "
                         "need -l LISTEN TARGET (or socket activation)");
-  if (options->target && options->progress != PROGRESS_NEVER)
+  if (options->target && options->progress.mode != PROGRESS_NEVER)
     return usage_error (error, "--progress needs a relay with stdio, not -l LISTEN TARGET");
   if (options->relay.nbd.readonly)
     options->relay.nbd.enabled = true;
@@ -532,6 +579,8 @@ main (int argc, char **argv)
     return rc;
   g_set_prgname ("ferry");
   ferry_options_init (&cli.options);
+  /* nbdcopy's '[ CMD ARGS... ]': the server's options stay its own. */
+  nbd_stream_take_command (&cli.options.stream, &argc, argv);
   if (!parse_argv (&cli, argc, argv, &error)) {
     rc = FERRY_EXIT_USAGE;
   } else if (cli.version) {
@@ -539,12 +588,15 @@ main (int argc, char **argv)
     rc = FERRY_EXIT_OK;
   } else if (!validate (&cli, &error)) {
     rc = FERRY_EXIT_USAGE;
+  } else if (nbd_stream_requested (&cli.options.stream)) {
+    rc = nbd_stream_main (&cli.options.stream);
   } else {
     rc = ferry_run (&cli.options);
   }
   if (error)
     ferry_error ("%s", error->message);
   socket_activation_clear (&cli.options.activation);
+  nbd_stream_options_clear (&cli.options.stream);
   g_ptr_array_unref (cli.strings);
   return rc;
 }

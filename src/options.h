@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "connect.h"
+#include "nbd-stream.h"
 #include "progress.h"
 #include "relay.h"
 #include "socket-activation.h"
@@ -28,7 +29,9 @@ struct ferry_options {
   unsigned drain_timeout;     /* forward: on SIGTERM, SECS to finish buffered data */
   bool readonly;              /* a libvirt URI @address names the read-only socket */
   struct relay_config relay;
-  enum progress_mode progress;  /* --progress: the stdio relay's live line */
+  struct progress_spec progress;  /* --progress: the stdio relay's live line,
+                                   or the stream mode's */
+  struct nbd_stream_options stream;  /* --nbd-send, --nbd-receive, --nbd-digest */
   struct connect_options connect;
 };
 

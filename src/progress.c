@@ -23,6 +23,8 @@ struct sample {
 };
 
 struct progress {
+  struct progress_spec spec;
+  int last_percent;           /* PROGRESS_FD: the last P written; -1 before */
   struct progress_counter counters[PROGRESS_MAX_COUNTERS];
   size_t n_counters;
   progress_sample_fn sample;
@@ -34,26 +36,34 @@ struct progress {
 };
 
 bool
-progress_mode_parse (const char *value, enum progress_mode *mode, GError **error)
+progress_spec_parse (const char *value, struct progress_spec *spec, GError **error)
 {
+  char *end;
+  guint64 fd;
+
   if (value == NULL || g_str_equal (value, "auto"))
-    *mode = PROGRESS_AUTO;
+    spec->mode = PROGRESS_AUTO;
   else if (g_str_equal (value, "always"))
-    *mode = PROGRESS_ALWAYS;
+    spec->mode = PROGRESS_ALWAYS;
   else if (g_str_equal (value, "never"))
-    *mode = PROGRESS_NEVER;
-  else {
+    spec->mode = PROGRESS_NEVER;
+  else if (g_str_has_prefix (value, "fd:") && g_ascii_isdigit (value[3]) &&
+           (fd = g_ascii_strtoull (value + 3, &end, 10)) <= G_MAXINT && *end == '\0') {
+    spec->mode = PROGRESS_FD;
+    spec->fd = (int) fd;
+  } else {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
-                 "invalid --progress '%s': expected auto, always or never", value);
+                 "invalid --progress '%s': expected auto, always, never or fd:N", value);
     return false;
   }
   return true;
 }
 
 bool
-progress_wanted (enum progress_mode mode)
+progress_wanted (const struct progress_spec *spec)
 {
-  return mode == PROGRESS_ALWAYS || (mode == PROGRESS_AUTO && isatty (STDERR_FILENO));
+  return spec->mode == PROGRESS_ALWAYS || spec->mode == PROGRESS_FD ||
+         (spec->mode == PROGRESS_AUTO && isatty (STDERR_FILENO));
 }
 
 guint64
@@ -150,23 +160,49 @@ progress_draw (struct progress *p, bool final)
   ferry_status (line->str);
 }
 
+/* nbdcopy's --progress=fd:N: "P/100\n" each time the first counter's
+ * percent changes.  Best effort: a reader that went away costs nothing. */
+static void
+progress_write_percent (struct progress *p)
+{
+  const struct progress_counter *c = &p->counters[0];
+  int percent;
+
+  p->sample (p->counters, p->data);
+  percent = c->total ? (int) (MIN (c->bytes, c->total) * 100 / c->total) : 100;
+  if (percent != p->last_percent) {
+    g_autofree char *line = g_strdup_printf ("%d/100\n", percent);
+    if (write (p->spec.fd, line, strlen (line)) < 0) {
+      /* Nothing to do: progress never fails the transfer. */
+    }
+    p->last_percent = percent;
+  }
+}
+
 static gboolean
 on_refresh (gpointer data)
 {
-  progress_draw (data, false);
+  struct progress *p = data;
+
+  if (p->spec.mode == PROGRESS_FD)
+    progress_write_percent (p);
+  else
+    progress_draw (p, false);
   return G_SOURCE_CONTINUE;
 }
 
 struct progress *
-progress_new (enum progress_mode mode, const struct progress_counter *counters,
+progress_new (const struct progress_spec *spec, const struct progress_counter *counters,
               size_t n_counters, progress_sample_fn sample, void *data)
 {
   struct progress *p;
 
   g_return_val_if_fail (n_counters <= PROGRESS_MAX_COUNTERS, NULL);
-  if (!progress_wanted (mode))
+  if (!progress_wanted (spec))
     return NULL;
   p = g_new0 (struct progress, 1);
+  p->spec = *spec;
+  p->last_percent = -1;
   memcpy (p->counters, counters, n_counters * sizeof *counters);
   p->n_counters = n_counters;
   p->sample = sample;
@@ -184,7 +220,11 @@ progress_finish (struct progress *p)
   if (p == NULL)
     return;
   g_clear_pointer (&p->timer, gsource_release);
-  progress_draw (p, true);
-  ferry_status_end ();
+  if (p->spec.mode == PROGRESS_FD) {
+    progress_write_percent (p);
+  } else {
+    progress_draw (p, true);
+    ferry_status_end ();
+  }
   g_free (p);
 }

@@ -18,13 +18,21 @@ enum progress_mode {
   PROGRESS_NEVER,             /* no --progress */
   PROGRESS_AUTO,              /* --progress: only when stderr is a terminal */
   PROGRESS_ALWAYS,            /* --progress=always */
+  PROGRESS_FD,                /* --progress=fd:N: nbdcopy's "P/100" lines on fd N,
+                                 for programs that parse them */
 };
 
-/* "auto", "always" or "never"; NULL (a bare --progress) is "auto". */
-bool progress_mode_parse (const char *value, enum progress_mode *mode, GError **error);
+/* What --progress asked for. */
+struct progress_spec {
+  enum progress_mode mode;
+  int fd;                     /* PROGRESS_FD: where the lines go */
+};
 
-/* Whether a line would be drawn: AUTO asks whether stderr is a terminal. */
-bool progress_wanted (enum progress_mode mode);
+/* "auto", "always", "never" or "fd:N"; NULL (a bare --progress) is "auto". */
+bool progress_spec_parse (const char *value, struct progress_spec *spec, GError **error);
+
+/* Whether anything would be drawn: AUTO asks whether stderr is a terminal. */
+bool progress_wanted (const struct progress_spec *spec);
 
 #define PROGRESS_MAX_COUNTERS 4
 
@@ -42,8 +50,10 @@ typedef void (*progress_sample_fn) (struct progress_counter *counters, void *dat
 
 /* Start refreshing a line at most 4 times a second, on the calling
  * thread's main context, with @n_counters (at most PROGRESS_MAX_COUNTERS)
- * copied from @counters.  NULL when !progress_wanted (@mode). */
-struct progress *progress_new (enum progress_mode mode,
+ * copied from @counters.  With PROGRESS_FD, a "P/100" line is written
+ * instead whenever the first counter's percent changes.  NULL when
+ * !progress_wanted (@spec). */
+struct progress *progress_new (const struct progress_spec *spec,
                                const struct progress_counter *counters,
                                size_t n_counters, progress_sample_fn sample,
                                void *data);

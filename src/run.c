@@ -168,12 +168,12 @@ start_stdio_relay (struct run *run, struct endpoint *remote)
   run->relay = relay_new (endpoint_stdio_new (run->options->keep_listening,
                                               config.buffer_size),
                           remote, &config, on_relay_done, run);
-  if (progress_wanted (run->options->progress)) {
+  if (progress_wanted (&run->options->progress)) {
     const struct progress_counter counters[] = {
       { .label = "up", .total = progress_input_size (STDIN_FILENO) },
       { .label = "down" },
     };
-    run->progress = progress_new (run->options->progress, counters,
+    run->progress = progress_new (&run->options->progress, counters,
                                   G_N_ELEMENTS (counters), sample_relay, run);
   }
 }
@@ -200,6 +200,10 @@ ferry_options_init (struct ferry_options *options)
       .splice = g_strcmp0 (g_getenv ("FERRY_NO_SPLICE"), "1") != 0,
     },
     .drain_timeout = FERRY_DEFAULT_DRAIN_TIMEOUT,
+    .stream = {
+      .request_size = NBD_STREAM_DEFAULT_REQUEST_SIZE,
+      .in_flight = NBD_STREAM_DEFAULT_IN_FLIGHT,
+    },
     .connect = {
       .family = AF_UNSPEC,
     },

@@ -47,7 +47,7 @@ printf 'Host ferry-test-host\n    Port 2222\n' > "$T/home/.ssh/config"
 assert_completes "ferry --no-s" --no-shutdown --no-splice
 assert_completes "ferry --comp" --compat=
 assert_completes "ferry --compat=" nc virt-ssh-helper
-assert_completes "ferry --nbd-r" --nbd-readonly
+assert_completes "ferry --nbd-r" --nbd-readonly --nbd-receive=
 assert_completes "ferry --progress=a" always auto
 assert_completes "ferry --progress " unix: tcp: fd: ssh:// qemu:///system qemu:///session lxc:///system
 assert_completes "ferry -b " 64K 256K 1M 4M 16M

@@ -74,7 +74,7 @@ grep -Eq "^$time_re  up 8.00 MiB $rate_re  down 97.7 KiB $rate_re *\$" "$T/last"
 set +e
 "$FERRY" --progress=sometimes unix:/nonexistent 2> "$T/err"; rc=$?
 set -e
-assert_ferry_error 2 "$rc" "$T/err" "invalid --progress 'sometimes': expected auto, always or never"
+assert_ferry_error 2 "$rc" "$T/err" "invalid --progress 'sometimes': expected auto, always, never or fd:N"
 set +e
 "$FERRY" --progress -l unix:"$T/a.sock" unix:"$T/b.sock" 2> "$T/err"; rc=$?
 set -e

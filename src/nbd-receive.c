@@ -1,0 +1,602 @@
+/* ferry: --nbd-receive: apply a stream from stdin (doc/nbd-stream.md), or
+ * raw image bytes with --raw, to an export with pipelined libnbd AIO.
+ *
+ * Records arrive in offset order and never overlap, so their writes and
+ * zeroes can all be in flight at once, up to a byte bound for writes and
+ * a count per connection.  The stream is read only while there is room;
+ * a ZERO record too large for the room left is issued piece by piece. */
+#include <config.h>
+
+#include <glib-unix.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "blkhash.h"
+#include "error.h"
+#include "message.h"
+#include "gsource-release.h"
+#include "nbd-stream.h"
+#include "nbd-stream-format.h"
+#include "progress.h"
+
+#define INPUT_SIZE (1024 * 1024)
+
+/* A DATA record's (or a raw piece's) bytes, shared by its writes. */
+struct payload {
+  unsigned refs;              /* the record's, each write's, and the hash's */
+  uint64_t length;
+  struct receiver *receiver;
+  uint8_t data[];
+};
+
+enum command { CMD_WRITE, CMD_ZERO, CMD_WRITE_ZEROS };
+
+static const char *const command_names[] = { "write", "zero", "write (of zeros)" };
+
+/* One NBD command in flight, in offset order. */
+struct command_req {
+  struct receiver *receiver;
+  enum command command;
+  uint64_t offset, length;
+  struct payload *payload;    /* CMD_WRITE */
+  struct nbd_conn *conn;
+  bool done;
+  int error;
+};
+
+struct receiver {
+  const struct nbd_stream_options *options;
+  struct nbd_export export;
+  GMainLoop *loop;
+  bool kicked;                /* the pump has work (nbd_kick_source_new) */
+
+  int in;                     /* stdin */
+  GSource *in_watch;          /* while stdin has nothing to read */
+  bool in_eof;
+  uint8_t *input;             /* INPUT_SIZE bytes read ahead */
+  size_t input_len, input_pos;
+
+  struct stream_parser parser;
+  bool header_seen, end_seen;
+  uint64_t size;              /* the image's size: the stream's, or (raw) the export's */
+  struct payload *record;     /* the DATA record (raw: the piece) being filled */
+  uint64_t record_offset, record_length, record_have;
+  uint64_t zero_pos, zero_end;   /* a ZERO range still to issue */
+  uint64_t raw_pos;           /* --raw: image bytes read so far */
+  uint8_t *zero_buffer;       /* for servers that cannot zero */
+
+  GQueue commands;            /* struct command_req in flight, in offset order */
+  uint64_t in_flight;         /* bytes of writes in flight */
+  uint64_t hash_backlog;      /* bytes queued for the hash worker */
+  uint64_t in_flight_limit;
+  uint64_t applied_to;        /* every record before it was issued */
+  uint64_t complete;          /* every command before it succeeded */
+  bool complete_frozen;       /* a command failed: @complete stays */
+
+  struct blkhash hash;
+  bool hashing;
+  unsigned char digest[BLKHASH_SIZE];
+  struct nbd_stream_stats stats;
+  struct progress *progress;  /* --progress, or NULL */
+  GError *error;              /* the first failure: the pipeline drains */
+};
+
+static void
+set_failure (struct receiver *r, GError *error)
+{
+  if (r->error)
+    g_error_free (error);
+  else
+    r->error = error;
+}
+
+static void
+payload_unref (struct payload *p)
+{
+  if (p && --p->refs == 0)
+    g_free (p);
+}
+
+static void
+hashed (void *data)
+{
+  struct payload *p = data;
+
+  p->receiver->hash_backlog -= p->length;
+  payload_unref (p);
+}
+
+static int
+command_done (void *data, int *error)
+{
+  struct command_req *c = data;
+
+  c->done = true;
+  c->error = *error;
+  c->conn->in_flight--;
+  __atomic_store_n (&c->receiver->kicked, true, __ATOMIC_RELEASE);
+  return 1;
+}
+
+static void
+issue (struct receiver *r, enum command command, uint64_t offset, uint64_t length,
+       struct payload *payload, const uint8_t *data)
+{
+  struct command_req *c = g_new0 (struct command_req, 1);
+  nbd_completion_callback done = { .callback = command_done, .user_data = c };
+  int64_t cookie;
+
+  c->receiver = r;
+  c->command = command;
+  c->offset = offset;
+  c->length = length;
+  c->conn = nbd_export_pick (&r->export);
+  c->conn->in_flight++;
+  if (payload) {
+    c->payload = payload;
+    payload->refs++;
+    r->in_flight += length;
+  }
+  r->stats.requests++;
+  if (command == CMD_ZERO)
+    cookie = nbd_aio_zero (c->conn->nbd, length, offset, done,
+                           r->options->allocated ? LIBNBD_CMD_FLAG_NO_HOLE : 0);
+  else
+    cookie = nbd_aio_pwrite (c->conn->nbd, data, length, offset, done, 0);
+  if (cookie == -1) {
+    c->done = true;
+    c->error = nbd_get_errno () ? nbd_get_errno () : EIO;
+    c->conn->in_flight--;
+  }
+  g_queue_push_tail (&r->commands, c);
+  nbd_stream_sample_in_flight (&r->stats, r->in_flight);
+}
+
+static bool
+has_room (struct receiver *r)
+{
+  return r->in_flight + r->hash_backlog < r->in_flight_limit &&
+         nbd_export_in_flight (&r->export) <
+           r->export.n_conns * NBD_STREAM_REQUESTS_PER_CONNECTION;
+}
+
+/* Issue the pending ZERO range while there is room; true when all issued. */
+static bool
+issue_zero (struct receiver *r)
+{
+  while (r->zero_pos < r->zero_end && has_room (r)) {
+    uint64_t n = r->zero_end - r->zero_pos;
+    if (r->export.can_zero) {
+      issue (r, CMD_ZERO, r->zero_pos, MIN (n, NBD_STREAM_MAX_ZERO), NULL, NULL);
+      n = MIN (n, NBD_STREAM_MAX_ZERO);
+    } else {
+      n = MIN (n, r->export.request_size);
+      if (!r->zero_buffer)
+        r->zero_buffer = g_malloc0 (r->export.request_size);
+      issue (r, CMD_WRITE_ZEROS, r->zero_pos, n, NULL, r->zero_buffer);
+    }
+    r->zero_pos += n;
+  }
+  if (r->zero_pos < r->zero_end)
+    return false;
+  r->applied_to = MAX (r->applied_to, r->zero_end);
+  return true;
+}
+
+static void
+queue_zero (struct receiver *r, uint64_t offset, uint64_t length)
+{
+  r->stats.zero_bytes += length;
+  if (r->options->destination_is_zero) {
+    r->applied_to = offset + length;
+    return;
+  }
+  r->zero_pos = offset;
+  r->zero_end = offset + length;
+  issue_zero (r);
+}
+
+/* A zero run found in a raw piece (at most a request): at once. */
+static void
+zero_now (struct receiver *r, uint64_t offset, uint64_t length)
+{
+  r->stats.zero_bytes += length;
+  if (r->options->destination_is_zero)
+    return;
+  if (r->export.can_zero) {
+    issue (r, CMD_ZERO, offset, length, NULL, NULL);
+  } else {
+    if (!r->zero_buffer)
+      r->zero_buffer = g_malloc0 (r->export.request_size);
+    issue (r, CMD_WRITE_ZEROS, offset, length, NULL, r->zero_buffer);
+  }
+}
+
+static void
+issue_writes (struct receiver *r, struct payload *p, uint64_t offset,
+              const uint8_t *data, uint64_t length)
+{
+  for (uint64_t pos = 0; pos < length; pos += r->export.request_size)
+    issue (r, CMD_WRITE, offset + pos, MIN (r->export.request_size, length - pos), p,
+           data + pos);
+}
+
+/* A whole DATA record (or raw piece) is in @r->record: hash and write it.
+ * Raw pieces are scanned: their zero blocks become zero requests. */
+static void
+apply_record (struct receiver *r, bool scan)
+{
+  struct payload *p = r->record;
+  uint64_t off = r->record_offset, len = r->record_length;
+  uint32_t block = STREAM_BLOCK_SIZE;
+
+  if (r->hashing) {
+    p->refs++;
+    p->length = len;
+    r->hash_backlog += len;
+    blkhash_data_async (&r->hash, p->data, len, hashed, p);
+  }
+  if (!scan) {
+    r->stats.data_bytes += len;
+    issue_writes (r, p, off, p->data, len);
+  } else {
+    uint64_t run = 0;
+    bool run_zero = false;
+    for (uint64_t pos = 0;; pos = MIN (pos + block, len)) {
+      uint64_t n = MIN (block, len - pos);
+      bool zero = n > 0 && nbd_stream_is_zero (p->data + pos, n);
+      if (pos > run && (n == 0 || zero != run_zero)) {
+        if (run_zero) {
+          zero_now (r, off + run, pos - run);
+        } else {
+          r->stats.data_bytes += pos - run;
+          issue_writes (r, p, off + run, p->data + run, pos - run);
+        }
+        run = pos;
+      }
+      run_zero = zero;
+      if (n == 0)
+        break;
+    }
+  }
+  r->applied_to = off + len;
+  payload_unref (p);
+  r->record = NULL;
+}
+
+static void
+start_record (struct receiver *r, uint64_t offset, uint64_t length)
+{
+  r->record = g_malloc (sizeof *r->record + length);
+  r->record->refs = 1;
+  r->record->receiver = r;
+  r->record_offset = offset;
+  r->record_length = length;
+  r->record_have = 0;
+}
+
+static bool
+check_header (struct receiver *r)
+{
+  const struct stream_header *h = &r->parser.header;
+
+  r->size = h->size;
+  if (h->size > r->export.size) {
+    set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_TOO_SMALL,
+                                 "%s is %" PRIu64 " bytes, smaller than the stream's "
+                                 "image of %" PRIu64 " bytes", r->export.name,
+                                 r->export.size, h->size));
+    return false;
+  }
+  r->hashing = (h->flags & STREAM_FLAG_DIGEST) && !r->options->no_verify;
+  if (r->hashing && !blkhash_init (&r->hash, h->size, h->block_size)) {
+    set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_FAILURE,
+                                 "cannot set up SHA-256 (libcrypto)"));
+    return false;
+  }
+  if (r->hashing)
+    blkhash_start_worker (&r->hash, &r->kicked);
+  r->header_seen = true;
+  return true;
+}
+
+/* Parse the buffered input up to one event and act on it. */
+static void
+consume_stream (struct receiver *r)
+{
+  struct stream_event ev;
+  size_t used = stream_parser_feed (&r->parser, r->input + r->input_pos,
+                                    r->input_len - r->input_pos, &ev);
+
+  r->input_pos += used;
+  switch (ev.kind) {
+  case STREAM_EVENT_NONE:
+    break;
+  case STREAM_EVENT_HEADER:
+    check_header (r);
+    break;
+  case STREAM_EVENT_DATA:
+    if (ev.offset == ev.record_offset)
+      start_record (r, ev.record_offset, ev.record_length);
+    memcpy (r->record->data + r->record_have, ev.data, ev.length);
+    r->record_have += ev.length;
+    if (r->record_have == r->record_length)
+      apply_record (r, false);
+    break;
+  case STREAM_EVENT_ZERO:
+    if (r->hashing)
+      blkhash_zero (&r->hash, ev.length);
+    queue_zero (r, ev.offset, ev.length);
+    break;
+  case STREAM_EVENT_END:
+    r->end_seen = true;
+    if (r->hashing) {
+      blkhash_final (&r->hash, r->digest);
+      r->hashing = false;
+      if (memcmp (r->digest, r->parser.end.digest, BLKHASH_SIZE) != 0) {
+        char want[2 * BLKHASH_SIZE + 1], got[2 * BLKHASH_SIZE + 1];
+        blkhash_hex (r->parser.end.digest, want);
+        blkhash_hex (r->digest, got);
+        set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_DIGEST,
+                                     "digest mismatch: the stream's END record says %s, "
+                                     "the data received hashes to %s", want, got));
+      }
+    }
+    break;
+  case STREAM_EVENT_ERROR:
+    set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "%s", r->parser.error));
+    break;
+  }
+}
+
+/* --raw: image bytes fill pieces of one request each. */
+static void
+consume_raw (struct receiver *r)
+{
+  size_t n = r->input_len - r->input_pos;
+
+  if (r->raw_pos + n > r->size) {
+    set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_TOO_SMALL,
+                                 "%s is %" PRIu64 " bytes, and stdin has more", r->export.name,
+                                 r->size));
+    return;
+  }
+  if (!r->record)
+    start_record (r, r->raw_pos, MIN (r->export.request_size, r->size - r->raw_pos));
+  n = MIN (n, r->record_length - r->record_have);
+  memcpy (r->record->data + r->record_have, r->input + r->input_pos, n);
+  r->record_have += n;
+  r->input_pos += n;
+  r->raw_pos += n;
+  if (r->record_have == r->record_length)
+    apply_record (r, true);
+}
+
+static void
+finish_raw (struct receiver *r)
+{
+  if (r->record) {
+    r->record_length = r->record_have;
+    apply_record (r, true);
+  }
+  r->end_seen = true;
+  if (r->hashing) {
+    /* The digest of what was written: the image as far as stdin went. */
+    r->hash.size = r->raw_pos;
+    blkhash_final (&r->hash, r->digest);
+    r->hashing = false;
+  }
+}
+
+static gboolean
+on_stdin_readable (gint fd, GIOCondition condition, gpointer data)
+{
+  struct receiver *r = data;
+
+  gsource_release (r->in_watch);
+  r->in_watch = NULL;
+  __atomic_store_n (&r->kicked, true, __ATOMIC_RELEASE);
+  return G_SOURCE_REMOVE;
+}
+
+/* Read more of stdin; false if it must wait. */
+static bool
+read_input (struct receiver *r)
+{
+  ssize_t n = read (r->in, r->input, INPUT_SIZE);
+
+  if (n > 0) {
+    r->input_len = n;
+    r->input_pos = 0;
+    r->stats.wire_bytes += n;
+    return true;
+  }
+  if (n == 0) {
+    r->in_eof = true;
+    return true;
+  }
+  if (errno == EINTR)
+    return true;
+  if (errno == EAGAIN) {
+    r->in_watch = g_unix_fd_source_new (r->in, G_IO_IN | G_IO_HUP | G_IO_ERR);
+    g_source_set_callback (r->in_watch, (GSourceFunc) (void (*) (void)) on_stdin_readable,
+                           r, NULL);
+    gsource_attach (r->in_watch);
+    return false;
+  }
+  set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_IO, "cannot read stdin: %s",
+                               g_strerror (errno)));
+  return false;
+}
+
+static void
+work (struct receiver *r)
+{
+  bool raw = r->options->raw;
+
+  while (!r->error && !r->in_watch) {
+    if (!issue_zero (r) || !has_room (r))
+      return;
+    if (r->input_pos < r->input_len) {
+      raw ? consume_raw (r) : consume_stream (r);
+      continue;
+    }
+    if (r->in_eof) {
+      if (raw)
+        finish_raw (r);
+      else if (!stream_parser_eof (&r->parser))
+        set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "%s",
+                                     r->parser.error));
+      return;
+    }
+    if (!read_input (r))
+      return;
+  }
+}
+
+/* Retire completed commands from the head, in offset order. */
+static void
+retire (struct receiver *r)
+{
+  struct command_req *c;
+
+  while ((c = g_queue_peek_head (&r->commands)) && c->done) {
+    g_queue_pop_head (&r->commands);
+    if (c->error) {
+      set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
+                                   "%s: %s at offset %" PRIu64 " (%" PRIu64 " bytes) "
+                                   "failed: %s", r->export.name, command_names[c->command],
+                                   c->offset, c->length, g_strerror (c->error)));
+      r->complete_frozen = true;
+    } else if (!r->complete_frozen) {
+      r->complete = c->offset + c->length;
+    }
+    if (c->payload)
+      r->in_flight -= c->length;
+    payload_unref (c->payload);
+    g_free (c);
+  }
+}
+
+static gboolean
+pump (gpointer data)
+{
+  struct receiver *r = data;
+
+  if (r->export.lost && !r->error)
+    set_failure (r, g_error_copy (r->export.lost));
+  if (r->hashing)
+    blkhash_collect (&r->hash);
+  retire (r);
+  work (r);
+  retire (r);
+  if (g_queue_is_empty (&r->commands) || r->export.lost) {
+    if (r->error || (r->end_seen && r->in_eof && r->zero_pos == r->zero_end))
+      g_main_loop_quit (r->loop);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+/* --progress: the image applied in offset order, and how it came. */
+static const struct progress_counter progress_counters[] = {
+  { .label = "image" }, { .label = "data" }, { .label = "zero" },
+};
+
+static void
+sample_progress (struct progress_counter *counters, void *data)
+{
+  const struct receiver *r = data;
+
+  counters[0].bytes = r->applied_to;
+  counters[0].total = r->size ? r->size : r->export.size;
+  counters[1].bytes = r->stats.data_bytes;
+  counters[2].bytes = r->stats.zero_bytes;
+}
+
+int
+nbd_receive_main (const struct nbd_stream_options *options)
+{
+  struct receiver r = { .options = options, .in = STDIN_FILENO };
+  g_autoptr (GError) error = NULL;
+  GSource *kick;
+  int rc = FERRY_EXIT_OK, flags;
+  char hex[2 * BLKHASH_SIZE + 1] = "";
+
+  signal (SIGPIPE, SIG_IGN);
+  r.export.kicked = &r.kicked;
+  if (!nbd_export_open (&r.export, options, options->receive, true, &error)) {
+    ferry_error ("%s", error->message);
+    nbd_export_close (&r.export);
+    return error->code;
+  }
+  r.loop = g_main_loop_new (NULL, FALSE);
+  r.input = g_malloc (INPUT_SIZE);
+  r.in_flight_limit = options->in_flight;
+  g_queue_init (&r.commands);
+  stream_parser_init (&r.parser);
+  r.progress = progress_new (&options->progress, progress_counters,
+                            G_N_ELEMENTS (progress_counters), sample_progress, &r);
+  r.stats.start_us = g_get_monotonic_time ();
+  if (options->raw) {
+    r.size = r.export.size;
+    r.hashing = options->verbose && blkhash_init (&r.hash, r.size, STREAM_BLOCK_SIZE);
+    if (r.hashing)
+      blkhash_start_worker (&r.hash, &r.kicked);
+  }
+  flags = fcntl (r.in, F_GETFL);
+  if (flags >= 0)
+    fcntl (r.in, F_SETFL, flags | O_NONBLOCK);
+  fcntl (r.in, F_SETPIPE_SZ, INPUT_SIZE);
+
+  kick = nbd_kick_source_new (&r.kicked, pump, &r);
+  __atomic_store_n (&r.kicked, true, __ATOMIC_RELEASE);
+  g_main_loop_run (r.loop);
+  gsource_release (kick);
+  if (r.in_watch)
+    gsource_release (r.in_watch);
+
+  /* Whatever was written, even before a failure, is made durable. */
+  if (!r.export.lost && !nbd_export_finish (&r.export, true, &error))
+    set_failure (&r, g_steal_pointer (&error));
+  if (!r.complete_frozen && g_queue_is_empty (&r.commands))
+    r.complete = r.applied_to;
+  g_clear_pointer (&r.progress, progress_finish);
+  /* Commands that failed because the connection went are told as that. */
+  if (r.export.lost && r.error && r.error->code == FERRY_EXIT_NBD) {
+    g_error_free (r.error);
+    r.error = g_error_copy (r.export.lost);
+  }
+  if (r.error) {
+    rc = r.error->code;
+    if (rc == FERRY_EXIT_DIGEST || rc == FERRY_EXIT_TOO_SMALL || !r.header_seen)
+      ferry_error ("%s", r.error->message);
+    else
+      ferry_error ("%s; %s is complete up to offset %" PRIu64 "%s", r.error->message,
+                   r.export.name, r.complete, r.export.lost ? "" : " (flushed)");
+    g_error_free (r.error);
+  } else if (r.end_seen && (r.parser.header.flags & STREAM_FLAG_DIGEST || options->raw)) {
+    blkhash_hex (r.digest, hex);
+  }
+  if (options->verbose)
+    nbd_stream_print_summary ("receive", &r.stats, hex);
+  nbd_export_close (&r.export);
+  if (r.hashing)
+    blkhash_clear (&r.hash);
+  while (!g_queue_is_empty (&r.commands)) {
+    struct command_req *c = g_queue_pop_head (&r.commands);
+    payload_unref (c->payload);
+    g_free (c);
+  }
+  payload_unref (r.record);
+  g_free (r.zero_buffer);
+  g_free (r.input);
+  g_main_loop_unref (r.loop);
+  return rc;
+}

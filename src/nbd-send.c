@@ -1,0 +1,685 @@
+/* ferry: --nbd-send (and --nbd-digest): read an export with pipelined
+ * libnbd AIO and write it to stdout as a stream (doc/nbd-stream.md), or
+ * as raw bytes with --raw, or only hash it.
+ *
+ * The pipeline: block status maps the export in windows ahead of the
+ * reads; reads stay in flight up to a byte bound, spread over the
+ * connections; a queue in offset order (the reorder window) holds each
+ * read until it and all before it are done, and then the writer scans it
+ * for zero blocks, hashes it and writes its records. */
+#include <config.h>
+
+#include <glib-unix.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "blkhash.h"
+#include "error.h"
+#include "message.h"
+#include "gsource-release.h"
+#include "nbd-stream.h"
+#include "nbd-stream-format.h"
+#include "progress.h"
+
+#define B STREAM_BLOCK_SIZE
+#define ZEROS_SIZE (1024 * 1024)
+/* Zero runs are merged over map windows up to this length. */
+#define MAX_ZERO_RECORD (64ull << 30)
+
+struct extent {
+  uint64_t offset, length;
+  bool zero;
+};
+
+/* A run of records, once its read is done: DATA or ZERO per block run. */
+struct segment {
+  bool zero;
+  uint64_t offset, length;
+  const uint8_t *data;        /* DATA: in the request's buffer */
+  uint8_t header[STREAM_RECORD_SIZE];
+};
+
+/* One read, or one zero range found in the map, in offset order. */
+struct request {
+  unsigned refs;              /* the queue's, and one per DATA segment being hashed */
+  uint64_t offset, length;
+  uint8_t *buf;               /* NULL for a zero range from the map */
+  struct sender *sender;
+  struct nbd_conn *conn;      /* the read's connection */
+  bool done;                  /* the read completed (at once for a zero range) */
+  int error;                  /* the read's errno */
+  struct segment *segments;   /* once the writer took it */
+  unsigned n_segments;
+  unsigned segment;           /* the writer's position: segment, and */
+  uint64_t segment_pos;       /* bytes of it written (its header counts) */
+};
+
+struct sender {
+  const struct nbd_stream_options *options;
+  bool digest_only, raw;
+  struct nbd_export export;
+  GMainLoop *loop;
+  int out;                    /* stdout */
+  bool out_is_pipe;           /* writes may block: poll when they would */
+  GSource *out_watch;         /* while stdout is full */
+  bool kicked;                /* the pump has work: completions, room on stdout */
+
+  GArray *map;                /* struct extent, from block status, in order */
+  guint map_first;            /* entries before it are behind next_offset */
+  uint64_t map_end;           /* the map covers [0, map_end) */
+  bool map_pending;           /* a block status is in flight */
+  uint64_t map_asked;         /* its window's end */
+
+  uint64_t next_offset;       /* the next read or zero range starts here */
+  GQueue queue;               /* struct request, in offset order */
+  uint64_t in_flight;         /* bytes of reads issued and not yet written and hashed */
+  uint64_t in_flight_limit;
+
+  uint8_t preamble[STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE];  /* header or END */
+  size_t preamble_len, preamble_pos;
+  bool end_queued;            /* the END record is in the preamble */
+
+  struct blkhash hash;
+  bool hashing;
+  struct stream_end counts;
+  struct nbd_stream_stats stats;
+  struct progress *progress;  /* --progress, or NULL */
+  GError *error;              /* the first failure: the pipeline drains */
+  bool finished;              /* everything was written */
+};
+
+static const uint8_t zeros[ZEROS_SIZE];
+
+static void
+schedule_pump (struct sender *s)
+{
+  __atomic_store_n (&s->kicked, true, __ATOMIC_RELEASE);
+}
+
+static void
+set_failure (struct sender *s, GError *error)
+{
+  if (s->error)
+    g_error_free (error);
+  else
+    s->error = error;
+}
+
+bool
+nbd_stream_is_zero (const uint8_t *buf, size_t len)
+{
+  /* The first 16 bytes, then the whole against itself shifted by 16. */
+  if (len < 16) {
+    for (size_t i = 0; i < len; i++)
+      if (buf[i])
+        return false;
+    return true;
+  }
+  for (size_t i = 0; i < 16; i++)
+    if (buf[i])
+      return false;
+  return memcmp (buf, buf + 16, len - 16) == 0;
+}
+
+static int
+read_done (void *data, int *error)
+{
+  struct request *r = data;
+
+  r->done = true;
+  r->error = *error;
+  r->conn->in_flight--;
+  schedule_pump (r->sender);
+  return 1;
+}
+
+static int
+extent_entries (void *data, const char *context, uint64_t offset, uint32_t *entries,
+                size_t n, int *error)
+{
+  struct sender *s = data;
+
+  if (strcmp (context, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0 || *error)
+    return 0;
+  /* A server may answer for less than was asked, never for more. */
+  for (size_t i = 0; i + 1 < n && offset < s->map_asked; i += 2) {
+    struct extent e = { offset, entries[i], entries[i + 1] & LIBNBD_STATE_ZERO };
+    if (e.length == 0)
+      break;
+    if (e.length > s->map_asked - offset)
+      e.length = s->map_asked - offset;
+    g_array_append_val (s->map, e);
+    offset += e.length;
+    s->map_end = offset;
+  }
+  return 0;
+}
+
+/* The pump is only ever scheduled from callbacks, so it never runs with a
+ * handle locked. */
+static int
+map_done (void *data, int *error)
+{
+  struct sender *s = data;
+
+  s->map_pending = false;
+  s->export.conn[0].in_flight--;
+  schedule_pump (s);
+  if (*error)
+    set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
+                                 "%s: block status at offset %" PRIu64 " failed: %s",
+                                 s->export.name, s->map_end, g_strerror (*error)));
+  return 1;
+}
+
+static void
+ask_map (struct sender *s)
+{
+  struct nbd_conn *c = &s->export.conn[0];
+  uint64_t count = MIN (NBD_STREAM_MAP_WINDOW, s->export.size - s->map_end);
+
+  s->map_asked = s->map_end + count;
+  s->map_pending = true;
+  c->in_flight++;
+  s->stats.requests++;
+  if (nbd_aio_block_status (c->nbd, count, s->map_end,
+                            (nbd_extent_callback) { .callback = extent_entries, .user_data = s },
+                            (nbd_completion_callback) { .callback = map_done, .user_data = s },
+                            0) == -1) {
+    c->in_flight--;
+    s->map_pending = false;
+    set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
+                                 "%s: block status at offset %" PRIu64 ": %s",
+                                 s->export.name, s->map_end, nbd_get_error ()));
+  }
+}
+
+/* What comes at s->next_offset: a zero range (true), or a read of
+ * *@length bytes (false); *@length 0 when the map must grow first. */
+static bool
+next_range (struct sender *s, uint64_t *length)
+{
+  uint64_t off = s->next_offset, size = s->export.size;
+  guint i = s->map_first;
+
+  *length = 0;
+  while (i < s->map->len) {
+    struct extent *e = &g_array_index (s->map, struct extent, i);
+    if (e->offset + e->length > off)
+      break;
+    i++;
+  }
+  s->map_first = i;
+  if (i == s->map->len)
+    return false;                       /* wait for the map */
+  struct extent *e = &g_array_index (s->map, struct extent, i);
+  if (e->zero) {
+    uint64_t end = e->offset + e->length;
+    for (guint j = i + 1; j < s->map->len; j++) {
+      struct extent *f = &g_array_index (s->map, struct extent, j);
+      if (!f->zero)
+        break;
+      end = f->offset + f->length;
+    }
+    /* A zero run that reaches the map's end may go on: wait for the next
+     * window, so that holes cross as few records as possible. */
+    if (end == s->map_end && end < size && end - off < MAX_ZERO_RECORD)
+      return false;
+    if (end < size)
+      end -= end % B;
+    if (end > off) {
+      *length = end - off;
+      return true;
+    }
+    if (end == s->map_end && end < size && s->map_end - off < B)
+      return false;                     /* a block not mapped to its end yet */
+  }
+  /* Data: up to a request, and to the first block that may be all zero. */
+  uint64_t end = MIN (off + s->export.request_size, size);
+  for (guint j = i + 1; j < s->map->len; j++) {
+    struct extent *f = &g_array_index (s->map, struct extent, j);
+    if (f->offset >= end)
+      break;
+    if (f->zero) {
+      uint64_t z = f->offset + (B - f->offset % B) % B;
+      if (z > off && z < end)
+        end = z;
+      break;
+    }
+  }
+  if (end > s->map_end) {
+    if (s->map_end < size && s->map_end - s->map_end % B <= off)
+      return false;
+    if (s->map_end < size)
+      end = s->map_end - s->map_end % B;
+  }
+  *length = end - off;
+  return false;
+}
+
+static void
+issue_reads (struct sender *s)
+{
+  struct nbd_export *e = &s->export;
+  unsigned limit = e->n_conns * NBD_STREAM_REQUESTS_PER_CONNECTION;
+
+  while (!s->error && s->next_offset < e->size) {
+    uint64_t length;
+    bool zero;
+
+    if (s->map_end < e->size && !s->map_pending &&
+        s->map_end - s->next_offset < NBD_STREAM_MAP_WINDOW / 2)
+      ask_map (s);
+    zero = next_range (s, &length);
+    if (length == 0) {
+      if (!s->map_pending && s->map_end < e->size)
+        ask_map (s);
+      break;
+    }
+    if (!zero && (s->in_flight + length > s->in_flight_limit && s->in_flight > 0))
+      break;
+    if (!zero && nbd_export_in_flight (e) >= limit)
+      break;
+    struct request *r = g_new0 (struct request, 1);
+    r->sender = s;
+    r->refs = 1;
+    r->offset = s->next_offset;
+    r->length = length;
+    if (zero) {
+      r->done = true;
+    } else {
+      r->buf = g_malloc (length);
+      r->conn = nbd_export_pick (e);
+      r->conn->in_flight++;
+      s->in_flight += length;
+      s->stats.requests++;
+      if (nbd_aio_pread (r->conn->nbd, r->buf, length, r->offset,
+                         (nbd_completion_callback) { .callback = read_done, .user_data = r },
+                         0) == -1) {
+        r->done = true;
+        r->error = nbd_get_errno () ? nbd_get_errno () : EIO;
+        r->conn->in_flight--;
+      }
+    }
+    g_queue_push_tail (&s->queue, r);
+    s->next_offset += length;
+  }
+  nbd_stream_sample_in_flight (&s->stats, s->in_flight);
+}
+
+static void
+request_unref (void *data)
+{
+  struct request *r = data;
+
+  if (--r->refs > 0)
+    return;
+  r->sender->in_flight -= r->buf ? r->length : 0;
+  g_free (r->segments);
+  g_free (r->buf);
+  g_free (r);
+}
+
+static void
+add_segment (struct request *r, bool zero, uint64_t offset, uint64_t length,
+             const uint8_t *data)
+{
+  struct segment *g = &r->segments[r->n_segments];
+
+  /* Runs of the same kind merge (a DATA record stays within its read). */
+  if (r->n_segments > 0 && g[-1].zero == zero) {
+    g[-1].length += length;
+    return;
+  }
+  g->zero = zero;
+  g->offset = offset;
+  g->length = length;
+  g->data = data;
+  r->n_segments++;
+}
+
+/* The writer takes the head request: split it into records, hash it. */
+static void
+take_request (struct sender *s, struct request *r)
+{
+  r->segments = g_new (struct segment, r->buf ? (r->length + B - 1) / B : 1);
+  if (!r->buf) {
+    add_segment (r, true, r->offset, r->length, NULL);
+  } else {
+    for (uint64_t pos = 0; pos < r->length; pos += B) {
+      uint64_t n = MIN (B, r->length - pos);
+      add_segment (r, nbd_stream_is_zero (r->buf + pos, n), r->offset + pos, n,
+                   r->buf + pos);
+    }
+  }
+  for (unsigned i = 0; i < r->n_segments; i++) {
+    struct segment *g = &r->segments[i];
+    stream_encode_record (g->header, g->zero ? STREAM_ZERO : STREAM_DATA,
+                          g->offset, g->length);
+    if (g->zero) {
+      s->counts.zero_records++;
+      s->counts.zero_bytes += g->length;
+      if (s->hashing)
+        blkhash_zero (&s->hash, g->length);
+    } else {
+      s->counts.data_records++;
+      s->counts.data_bytes += g->length;
+      if (s->hashing) {
+        r->refs++;
+        blkhash_data_async (&s->hash, g->data, g->length, request_unref, r);
+      }
+    }
+  }
+  s->stats.data_bytes = s->counts.data_bytes;
+  s->stats.zero_bytes = s->counts.zero_bytes;
+}
+
+/* The iovecs for the rest of @r from its writer position. */
+static int
+fill_iov (struct sender *s, struct request *r, struct iovec *iov, int max)
+{
+  int n = 0;
+  unsigned i = r->segment;
+  uint64_t pos = r->segment_pos;
+
+  for (; i < r->n_segments && n < max; i++, pos = 0) {
+    struct segment *g = &r->segments[i];
+    if (!s->raw) {
+      if (pos < STREAM_RECORD_SIZE) {
+        iov[n++] = (struct iovec) { g->header + pos, STREAM_RECORD_SIZE - pos };
+        pos = STREAM_RECORD_SIZE;
+      }
+      pos -= STREAM_RECORD_SIZE;
+      if (g->zero)
+        continue;
+    }
+    while (pos < g->length && n < max) {
+      uint64_t len = g->length - pos;
+      if (g->zero) {
+        iov[n++] = (struct iovec) { (void *) zeros, MIN (len, ZEROS_SIZE) };
+        pos += MIN (len, ZEROS_SIZE);
+      } else {
+        iov[n++] = (struct iovec) { (void *) (g->data + pos), len };
+        pos = g->length;
+      }
+    }
+  }
+  return n;
+}
+
+/* Move the writer position of @r on by @n bytes; true when all written. */
+static bool
+advance (struct sender *s, struct request *r, uint64_t n)
+{
+  while (r->segment < r->n_segments) {
+    struct segment *g = &r->segments[r->segment];
+    uint64_t total = (s->raw ? 0 : STREAM_RECORD_SIZE) +
+                     (s->raw || !g->zero ? g->length : 0);
+    uint64_t left = total - r->segment_pos;
+    if (n < left) {
+      r->segment_pos += n;
+      return false;
+    }
+    n -= left;
+    r->segment++;
+    r->segment_pos = 0;
+  }
+  return true;
+}
+
+static gboolean
+on_stdout_writable (gint fd, GIOCondition condition, gpointer data)
+{
+  struct sender *s = data;
+
+  gsource_release (s->out_watch);
+  s->out_watch = NULL;
+  schedule_pump (s);
+  return G_SOURCE_REMOVE;
+}
+
+/* Write @iov; false when stdout is full (a watch is set) or failed. */
+static bool
+write_out (struct sender *s, struct iovec *iov, int n, ssize_t *written)
+{
+  *written = s->digest_only ? 0 : writev (s->out, iov, n);
+  if (s->digest_only)
+    for (int i = 0; i < n; i++)
+      *written += iov[i].iov_len;
+  if (*written >= 0) {
+    s->stats.wire_bytes += *written;
+    return true;
+  }
+  if (errno == EINTR) {
+    *written = 0;
+    return true;
+  }
+  if (errno == EAGAIN) {
+    if (!s->out_watch) {
+      s->out_watch = g_unix_fd_source_new (s->out, G_IO_OUT | G_IO_ERR | G_IO_HUP);
+      g_source_set_callback (s->out_watch, (GSourceFunc) (void (*) (void)) on_stdout_writable,
+                             s, NULL);
+      gsource_attach (s->out_watch);
+    }
+    return false;
+  }
+  set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_IO,
+                               "cannot write the stream to stdout: %s (%" PRIu64
+                               " bytes written; the image was sent up to offset %" PRIu64 ")",
+                               g_strerror (errno), s->stats.wire_bytes,
+                               s->queue.head ? ((struct request *) s->queue.head->data)->offset
+                                             : s->export.size));
+  return false;
+}
+
+static void
+queue_end (struct sender *s)
+{
+  if (s->hashing)
+    blkhash_final (&s->hash, s->counts.digest);
+  s->hashing = false;
+  if (!s->raw) {
+    stream_encode_end (s->preamble, s->export.size, &s->counts);
+    s->preamble_len = sizeof s->preamble;
+    s->preamble_pos = 0;
+  }
+  s->end_queued = true;
+}
+
+/* Write what is ready, in order; false if the writer must wait. */
+static bool
+write_ready (struct sender *s)
+{
+  struct iovec iov[64];
+  ssize_t n;
+
+  for (;;) {
+    if (s->preamble_pos < s->preamble_len) {
+      iov[0] = (struct iovec) { s->preamble + s->preamble_pos,
+                                s->preamble_len - s->preamble_pos };
+      if (!write_out (s, iov, 1, &n))
+        return false;
+      s->preamble_pos += n;
+      continue;
+    }
+    if (s->end_queued) {
+      s->finished = true;
+      return true;
+    }
+    struct request *r = g_queue_peek_head (&s->queue);
+    if (r == NULL) {
+      if (s->next_offset == s->export.size && !s->error)
+        queue_end (s);
+      if (s->end_queued)
+        continue;
+      return true;
+    }
+    if (!r->done || s->error)
+      return true;
+    if (r->error) {
+      set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
+                                   "%s: read at offset %" PRIu64 " (%" PRIu64 " bytes) "
+                                   "failed: %s", s->export.name, r->offset, r->length,
+                                   g_strerror (r->error)));
+      return true;
+    }
+    if (!r->segments)
+      take_request (s, r);
+    int k = fill_iov (s, r, iov, G_N_ELEMENTS (iov));
+    if (k > 0) {
+      if (!write_out (s, iov, k, &n))
+        return false;
+    } else {
+      n = 0;
+    }
+    if (advance (s, r, n)) {
+      g_queue_pop_head (&s->queue);
+      request_unref (r);
+    }
+  }
+}
+
+static gboolean
+pump (gpointer data)
+{
+  struct sender *s = data;
+
+  if (s->export.lost && !s->error)
+    set_failure (s, g_error_copy (s->export.lost));
+  if (s->hashing)
+    blkhash_collect (&s->hash);
+  if (!s->error)
+    write_ready (s);
+  /* Zero ranges from the map are done at once: write them now. */
+  if (!s->error && !s->finished) {
+    issue_reads (s);
+    if (!s->error)
+      write_ready (s);
+  }
+  /* On a failure, wait for the reads in flight (their buffers) first,
+   * unless the connections are gone. */
+  if (s->finished || (s->error && (nbd_export_in_flight (&s->export) == 0 ||
+                                   s->export.lost)))
+    g_main_loop_quit (s->loop);
+  return G_SOURCE_CONTINUE;
+}
+
+
+/* --progress: the image in offset order, and how it crossed. */
+static const struct progress_counter progress_counters[] = {
+  { .label = "image" }, { .label = "data" }, { .label = "zero" },
+};
+
+static void
+sample_progress (struct progress_counter *counters, void *data)
+{
+  const struct sender *s = data;
+
+  counters[0].bytes = s->counts.data_bytes + s->counts.zero_bytes;
+  counters[0].total = s->export.size;
+  counters[1].bytes = s->counts.data_bytes;
+  counters[2].bytes = s->counts.zero_bytes;
+}
+
+int
+nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
+{
+  struct sender s = { .options = options, .digest_only = digest_only,
+                      .raw = options->raw && !digest_only, .out = STDOUT_FILENO };
+  const char *uri = digest_only ? options->digest : options->send;
+  g_autoptr (GError) error = NULL;
+  GSource *kick;
+  int rc = FERRY_EXIT_OK;
+  char hex[2 * BLKHASH_SIZE + 1] = "";
+
+  signal (SIGPIPE, SIG_IGN);
+  s.export.kicked = &s.kicked;
+  if (!nbd_export_open (&s.export, options, uri, false, &error)) {
+    ferry_error ("%s", error->message);
+    nbd_export_close (&s.export);
+    return error->code;
+  }
+  s.loop = g_main_loop_new (NULL, FALSE);
+  s.map = g_array_new (FALSE, FALSE, sizeof (struct extent));
+  if (!s.export.has_map) {
+    struct extent all = { 0, s.export.size, false };
+    g_array_append_val (s.map, all);
+    s.map_end = s.export.size;
+  }
+  s.in_flight_limit = options->in_flight;
+  g_queue_init (&s.queue);
+  s.hashing = digest_only || !options->no_verify;
+  if (s.hashing && !blkhash_init (&s.hash, s.export.size, B)) {
+    ferry_error ("cannot set up SHA-256 (libcrypto)");
+    return FERRY_EXIT_FAILURE;
+  }
+  /* SHA-256 of every data byte costs as much as the rest of the copy:
+   * a thread of its own. */
+  if (s.hashing)
+    blkhash_start_worker (&s.hash, &s.kicked);
+  if (!s.raw && !digest_only) {
+    struct stream_header h = { s.hashing ? STREAM_FLAG_DIGEST : 0, s.export.size, B };
+    stream_encode_header (s.preamble, &h);
+    s.preamble_len = STREAM_HEADER_SIZE;
+  }
+  if (!digest_only) {
+    struct stat st;
+    int flags = fcntl (s.out, F_GETFL);
+    s.out_is_pipe = fstat (s.out, &st) == 0 && !S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode);
+    if (s.out_is_pipe && flags >= 0)
+      fcntl (s.out, F_SETFL, flags | O_NONBLOCK);
+    /* Fewer, larger writes into a pipe (best effort; not a pipe: EBADF). */
+    if (s.out_is_pipe)
+      fcntl (s.out, F_SETPIPE_SZ, 1024 * 1024);
+  }
+  s.progress = progress_new (&options->progress, progress_counters,
+                            G_N_ELEMENTS (progress_counters), sample_progress, &s);
+  s.stats.start_us = g_get_monotonic_time ();
+
+  kick = nbd_kick_source_new (&s.kicked, pump, &s);
+  schedule_pump (&s);
+  g_main_loop_run (s.loop);
+  gsource_release (kick);
+  if (s.out_watch)
+    gsource_release (s.out_watch);
+
+  if (!s.error && !nbd_export_finish (&s.export, false, &error))
+    s.error = g_steal_pointer (&error);
+  g_clear_pointer (&s.progress, progress_finish);
+  /* Commands that failed because the connection went are told as that. */
+  if (s.export.lost && s.error && s.error->code == FERRY_EXIT_NBD) {
+    g_error_free (s.error);
+    s.error = g_error_copy (s.export.lost);
+  }
+  if (s.error) {
+    ferry_error ("%s", s.error->message);
+    rc = s.error->code;
+    g_error_free (s.error);
+  } else if (digest_only || !options->no_verify) {
+    blkhash_hex (s.counts.digest, hex);
+  }
+  if (digest_only && rc == FERRY_EXIT_OK)
+    printf ("%s  %s\n", hex, uri ? uri : s.export.name);
+  if (options->verbose)
+    nbd_stream_print_summary (digest_only ? "digest" : "send", &s.stats,
+                              options->no_verify && !digest_only ? NULL : hex);
+  /* Reads still in flight when a connection died: libnbd retired them
+   * when it closed, so their buffers are free to go now. */
+  nbd_export_close (&s.export);
+  if (s.hashing)
+    blkhash_clear (&s.hash);
+  while (!g_queue_is_empty (&s.queue))
+    request_unref (g_queue_pop_head (&s.queue));
+  g_array_unref (s.map);
+  g_main_loop_unref (s.loop);
+  return rc;
+}

@@ -1,0 +1,315 @@
+/* ferry: the NBD stream format (doc/nbd-stream.md). */
+#include "nbd-stream-format.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* CRC32C, reflected polynomial 0x82F63B78, one table built on first use.
+ * Only headers are checksummed, so a byte at a time is fast enough. */
+uint32_t
+stream_crc32c (const void *buf, size_t len)
+{
+  static uint32_t table[256];
+  static bool ready;
+  const uint8_t *p = buf;
+  uint32_t crc = 0xFFFFFFFFu;
+
+  if (!__atomic_load_n (&ready, __ATOMIC_ACQUIRE)) {
+    for (uint32_t i = 0; i < 256; i++) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; k++)
+        c = (c >> 1) ^ (0x82F63B78u & -(c & 1));
+      table[i] = c;
+    }
+    __atomic_store_n (&ready, true, __ATOMIC_RELEASE);
+  }
+  while (len--)
+    crc = table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+  return crc ^ 0xFFFFFFFFu;
+}
+
+static void
+put32 (uint8_t *p, uint32_t v)
+{
+  for (int i = 3; i >= 0; i--, v >>= 8)
+    p[i] = v & 0xFF;
+}
+
+static void
+put64 (uint8_t *p, uint64_t v)
+{
+  for (int i = 7; i >= 0; i--, v >>= 8)
+    p[i] = v & 0xFF;
+}
+
+static uint32_t
+get32 (const uint8_t *p)
+{
+  return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3];
+}
+
+static uint64_t
+get64 (const uint8_t *p)
+{
+  return (uint64_t) get32 (p) << 32 | get32 (p + 4);
+}
+
+void
+stream_encode_header (uint8_t *out, const struct stream_header *header)
+{
+  memcpy (out, STREAM_MAGIC, 8);
+  put32 (out + 8, STREAM_VERSION);
+  put32 (out + 12, header->flags);
+  put64 (out + 16, header->size);
+  put32 (out + 24, header->block_size);
+  put32 (out + 28, 0);
+  put32 (out + 32, stream_crc32c (out, 32));
+}
+
+void
+stream_encode_record (uint8_t *out, enum stream_record_type type,
+                      uint64_t offset, uint64_t length)
+{
+  put32 (out, type);
+  put64 (out + 4, offset);
+  put64 (out + 12, length);
+  put32 (out + 20, stream_crc32c (out, 20));
+}
+
+void
+stream_encode_end (uint8_t *out, uint64_t size, const struct stream_end *end)
+{
+  uint8_t *body = out + STREAM_RECORD_SIZE;
+
+  stream_encode_record (out, STREAM_END, size, STREAM_END_BODY_SIZE);
+  put64 (body, end->data_records);
+  put64 (body + 8, end->zero_records);
+  put64 (body + 16, end->data_bytes);
+  put64 (body + 24, end->zero_bytes);
+  memcpy (body + 32, end->digest, STREAM_DIGEST_SIZE);
+  put32 (body + 64, stream_crc32c (body, 64));
+}
+
+void
+stream_parser_init (struct stream_parser *p)
+{
+  memset (p, 0, sizeof *p);
+  p->state = STREAM_IN_HEADER;
+}
+
+static size_t __attribute__ ((format (printf, 3, 4)))
+fail (struct stream_parser *p, struct stream_event *ev, const char *fmt, ...);
+
+/* Every message ends with where it happened: the stream byte at which the
+ * offending part began, and the export offset the stream had reached. */
+static size_t
+fail (struct stream_parser *p, struct stream_event *ev, const char *fmt, ...)
+{
+  va_list ap;
+  int n;
+
+  va_start (ap, fmt);
+  n = vsnprintf (p->error, sizeof p->error, fmt, ap);
+  va_end (ap);
+  if (n >= 0 && (size_t) n < sizeof p->error)
+    snprintf (p->error + n, sizeof p->error - n,
+              " (stream byte %" PRIu64 ", export offset %" PRIu64 ")",
+              p->position - p->have, p->next_offset);
+  p->state = STREAM_IN_FAILED;
+  ev->kind = STREAM_EVENT_ERROR;
+  return 0;
+}
+
+static bool
+block_size_allowed (uint32_t b)
+{
+  return b >= 4096 && b <= 16777216 && (b & (b - 1)) == 0;
+}
+
+static size_t
+parse_header (struct stream_parser *p, struct stream_event *ev)
+{
+  const uint8_t *b = p->buf;
+
+  if (memcmp (b, STREAM_MAGIC, 8) != 0)
+    return fail (p, ev, "not a ferry NBD stream (bad magic)");
+  if (get32 (b + 32) != stream_crc32c (b, 32))
+    return fail (p, ev, "stream header checksum mismatch");
+  if (get32 (b + 8) != STREAM_VERSION)
+    return fail (p, ev, "unsupported stream version %" PRIu32 " (this ferry reads %d)",
+                 get32 (b + 8), STREAM_VERSION);
+  p->header.flags = get32 (b + 12);
+  p->header.size = get64 (b + 16);
+  p->header.block_size = get32 (b + 24);
+  if (p->header.flags & ~STREAM_FLAG_DIGEST)
+    return fail (p, ev, "unknown stream flags 0x%" PRIx32, p->header.flags);
+  if (!block_size_allowed (p->header.block_size) || get32 (b + 28) != 0)
+    return fail (p, ev, "invalid stream block size %" PRIu32, p->header.block_size);
+  p->state = STREAM_IN_RECORD;
+  p->have = 0;
+  ev->kind = STREAM_EVENT_HEADER;
+  return 0;
+}
+
+static size_t
+parse_record (struct stream_parser *p, struct stream_event *ev)
+{
+  const uint8_t *b = p->buf;
+  uint32_t type = get32 (b);
+  uint64_t offset = get64 (b + 4), length = get64 (b + 12);
+  uint64_t size = p->header.size, block = p->header.block_size;
+
+  if (get32 (b + 20) != stream_crc32c (b, 20))
+    return fail (p, ev, "record header checksum mismatch");
+  if (type != STREAM_DATA && type != STREAM_ZERO && type != STREAM_END)
+    return fail (p, ev, "unknown record type %" PRIu32, type);
+  if (offset != p->next_offset)
+    return fail (p, ev, "record at offset %" PRIu64 ", expected %" PRIu64,
+                 offset, p->next_offset);
+  if (type == STREAM_END) {
+    if (offset != size)
+      return fail (p, ev, "END at offset %" PRIu64 " before the export's end %" PRIu64,
+                   offset, size);
+    if (length != STREAM_END_BODY_SIZE)
+      return fail (p, ev, "END record length %" PRIu64 ", expected %d",
+                   length, STREAM_END_BODY_SIZE);
+    p->state = STREAM_IN_END_BODY;
+    p->have = 0;
+    return 0;
+  }
+  if (length == 0 || length > size - offset)
+    return fail (p, ev, "record [%" PRIu64 ", +%" PRIu64 ") outside the export of %"
+                 PRIu64 " bytes", offset, length, size);
+  if (offset % block || (length % block && offset + length != size))
+    return fail (p, ev, "record [%" PRIu64 ", +%" PRIu64 ") not aligned to the "
+                 "%" PRIu64 "-byte block", offset, length, block);
+  p->have = 0;
+  p->next_offset = offset + length;
+  if (type == STREAM_ZERO) {
+    p->counted.zero_records++;
+    p->counted.zero_bytes += length;
+    ev->kind = STREAM_EVENT_ZERO;
+    ev->offset = offset;
+    ev->length = length;
+    return 0;
+  }
+  if (length > STREAM_MAX_DATA)
+    return fail (p, ev, "DATA record of %" PRIu64 " bytes, more than %u",
+                 length, STREAM_MAX_DATA);
+  p->counted.data_records++;
+  p->counted.data_bytes += length;
+  p->record_offset = offset;
+  p->record_length = length;
+  p->payload_left = length;
+  p->state = STREAM_IN_PAYLOAD;
+  return 0;
+}
+
+static size_t
+parse_end_body (struct stream_parser *p, struct stream_event *ev)
+{
+  const uint8_t *b = p->buf;
+  struct stream_end *e = &p->end;
+
+  if (get32 (b + 64) != stream_crc32c (b, 64))
+    return fail (p, ev, "END record checksum mismatch");
+  e->data_records = get64 (b);
+  e->zero_records = get64 (b + 8);
+  e->data_bytes = get64 (b + 16);
+  e->zero_bytes = get64 (b + 24);
+  memcpy (e->digest, b + 32, STREAM_DIGEST_SIZE);
+  if (e->data_records != p->counted.data_records ||
+      e->zero_records != p->counted.zero_records ||
+      e->data_bytes != p->counted.data_bytes || e->zero_bytes != p->counted.zero_bytes)
+    return fail (p, ev, "END counts (%" PRIu64 " DATA, %" PRIu64 " ZERO records) do not "
+                 "match the stream's (%" PRIu64 ", %" PRIu64 ")", e->data_records,
+                 e->zero_records, p->counted.data_records, p->counted.zero_records);
+  p->state = STREAM_IN_DONE;
+  p->have = 0;
+  ev->kind = STREAM_EVENT_END;
+  return 0;
+}
+
+/* Collect @want bytes of a fixed-size part into p->buf; true once whole. */
+static bool
+collect (struct stream_parser *p, size_t want, const uint8_t **buf, size_t *len)
+{
+  size_t n = want - p->have;
+
+  if (n > *len)
+    n = *len;
+  memcpy (p->buf + p->have, *buf, n);
+  p->have += n;
+  p->position += n;
+  *buf += n;
+  *len -= n;
+  return p->have == want;
+}
+
+size_t
+stream_parser_feed (struct stream_parser *p, const uint8_t *buf, size_t len,
+                    struct stream_event *ev)
+{
+  const uint8_t *start = buf;
+
+  memset (ev, 0, sizeof *ev);
+  while (len > 0 || p->state == STREAM_IN_FAILED) {
+    switch (p->state) {
+    case STREAM_IN_HEADER:
+      if (collect (p, STREAM_HEADER_SIZE, &buf, &len))
+        parse_header (p, ev);
+      break;
+    case STREAM_IN_RECORD:
+      if (collect (p, STREAM_RECORD_SIZE, &buf, &len))
+        parse_record (p, ev);
+      break;
+    case STREAM_IN_END_BODY:
+      if (collect (p, STREAM_END_BODY_SIZE, &buf, &len))
+        parse_end_body (p, ev);
+      break;
+    case STREAM_IN_PAYLOAD: {
+      size_t n = len < p->payload_left ? len : (size_t) p->payload_left;
+      ev->kind = STREAM_EVENT_DATA;
+      ev->offset = p->record_offset + (p->record_length - p->payload_left);
+      ev->length = n;
+      ev->data = buf;
+      ev->record_offset = p->record_offset;
+      ev->record_length = p->record_length;
+      p->payload_left -= n;
+      p->position += n;
+      buf += n;
+      if (p->payload_left == 0)
+        p->state = STREAM_IN_RECORD;
+      return buf - start;
+    }
+    case STREAM_IN_DONE:
+      fail (p, ev, "%zu unexpected bytes after the END record", len);
+      return buf - start;
+    case STREAM_IN_FAILED:
+      ev->kind = STREAM_EVENT_ERROR;
+      return buf - start;
+    }
+    if (ev->kind != STREAM_EVENT_NONE)
+      return buf - start;
+  }
+  return buf - start;
+}
+
+bool
+stream_parser_eof (struct stream_parser *p)
+{
+  struct stream_event ev;
+
+  if (p->state == STREAM_IN_DONE)
+    return true;
+  if (p->state != STREAM_IN_FAILED) {
+    const char *where = p->state == STREAM_IN_HEADER ? "in the stream header"
+                      : p->state == STREAM_IN_PAYLOAD ? "in a DATA payload"
+                      : p->state == STREAM_IN_END_BODY ? "in the END record"
+                      : p->have ? "in a record header" : "before the END record";
+    fail (p, &ev, "stream truncated %s", where);
+  }
+  return false;
+}

@@ -1,0 +1,103 @@
+/* ferry: the NBD stream format (doc/nbd-stream.md): encoders, and an
+ * incremental parser that allocates nothing and accepts its input in
+ * pieces of any size. */
+#ifndef FERRY_NBD_STREAM_FORMAT_H
+#define FERRY_NBD_STREAM_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STREAM_MAGIC "FERRYNBD"
+#define STREAM_VERSION 1
+#define STREAM_FLAG_DIGEST 1u
+#define STREAM_HEADER_SIZE 36
+#define STREAM_RECORD_SIZE 24
+#define STREAM_END_BODY_SIZE 68
+#define STREAM_MAX_DATA (64u * 1024 * 1024)
+#define STREAM_BLOCK_SIZE 65536u
+#define STREAM_DIGEST_SIZE 32
+
+enum stream_record_type {
+  STREAM_DATA = 1,
+  STREAM_ZERO = 2,
+  STREAM_END = 3,
+};
+
+struct stream_header {
+  uint32_t flags;             /* STREAM_FLAG_* */
+  uint64_t size;              /* export size in bytes */
+  uint32_t block_size;        /* zero detection and digest granularity */
+};
+
+struct stream_end {
+  uint64_t data_records, zero_records;
+  uint64_t data_bytes, zero_bytes;
+  uint8_t digest[STREAM_DIGEST_SIZE];   /* all zero without STREAM_FLAG_DIGEST */
+};
+
+uint32_t stream_crc32c (const void *buf, size_t len);
+
+/* Encoders: each fills exactly STREAM_HEADER_SIZE, STREAM_RECORD_SIZE
+ * or STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE bytes of @out. */
+void stream_encode_header (uint8_t *out, const struct stream_header *header);
+void stream_encode_record (uint8_t *out, enum stream_record_type type,
+                           uint64_t offset, uint64_t length);
+void stream_encode_end (uint8_t *out, uint64_t size, const struct stream_end *end);
+
+enum stream_event_kind {
+  STREAM_EVENT_NONE,          /* the input is used up: feed more */
+  STREAM_EVENT_HEADER,        /* parser->header is valid */
+  STREAM_EVENT_DATA,          /* a piece of a DATA record's payload */
+  STREAM_EVENT_ZERO,          /* a ZERO record */
+  STREAM_EVENT_END,           /* the END record, checked; parser->end is valid */
+  STREAM_EVENT_ERROR,         /* parser->error says what and where; sticky */
+};
+
+struct stream_event {
+  enum stream_event_kind kind;
+  uint64_t offset;            /* DATA: export offset of this piece; ZERO: of the record */
+  uint64_t length;            /* DATA: bytes at @data; ZERO: the record's length */
+  const uint8_t *data;        /* DATA: points into the input fed */
+  uint64_t record_offset;     /* DATA: the whole record's offset and length */
+  uint64_t record_length;
+};
+
+enum stream_parser_state {
+  STREAM_IN_HEADER,           /* collecting the stream header */
+  STREAM_IN_RECORD,           /* collecting a record header */
+  STREAM_IN_PAYLOAD,          /* passing a DATA payload through */
+  STREAM_IN_END_BODY,         /* collecting the END body */
+  STREAM_IN_DONE,             /* END seen: any further byte is an error */
+  STREAM_IN_FAILED,
+};
+
+struct stream_parser {
+  enum stream_parser_state state;
+  uint8_t buf[STREAM_END_BODY_SIZE];   /* the fixed-size part being collected */
+  size_t have;                /* bytes of it in @buf */
+  uint64_t position;          /* stream bytes consumed so far */
+  uint64_t next_offset;       /* where the next record must start */
+  uint64_t record_offset;     /* the DATA record whose payload is passing */
+  uint64_t record_length;
+  uint64_t payload_left;      /* its bytes still to come */
+  struct stream_header header;
+  struct stream_end counted;  /* counts of the records seen so far */
+  struct stream_end end;      /* the END record's body */
+  char error[160];            /* with STREAM_IN_FAILED: the one-line reason */
+};
+
+void stream_parser_init (struct stream_parser *p);
+
+/* Consume bytes from @buf[0..@len) up to the next event, which is stored
+ * in @ev; returns how many bytes were consumed.  Call again with the rest
+ * (for STREAM_EVENT_DATA the piece stays valid until then).  NONE means
+ * that all of @len was consumed without completing anything. */
+size_t stream_parser_feed (struct stream_parser *p, const uint8_t *buf, size_t len,
+                           struct stream_event *ev);
+
+/* The input has ended: true if the stream was complete (END seen), else
+ * the parser fails with a message about truncation. */
+bool stream_parser_eof (struct stream_parser *p);
+
+#endif

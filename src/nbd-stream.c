@@ -1,0 +1,112 @@
+/* ferry: NBD stream mode's options, their checks, and the summary. */
+#include <config.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+#include "message.h"
+#include "nbd-stream.h"
+#include "nbd-stream-format.h"
+
+void
+nbd_stream_take_command (struct nbd_stream_options *options, int *argc, char **argv)
+{
+  int open = -1, close = -1;
+
+  for (int i = 1; i < *argc && open < 0; i++)
+    if (strcmp (argv[i], "[") == 0 || g_str_has_suffix (argv[i], "=["))
+      open = i;
+  if (open < 0)
+    return;
+  for (int i = *argc - 1; i > open; i--)
+    if (strcmp (argv[i], "]") == 0) {
+      close = i;
+      break;
+    }
+  if (close < 0 || close == open + 1)
+    return;                             /* the option check reports it */
+  options->command = g_new0 (char *, close - open);
+  for (int i = open + 1; i < close; i++)
+    options->command[i - open - 1] = argv[i];
+  /* Keep '[' (or '--nbd-send=[') as the option's value. */
+  memmove (&argv[open + 1], &argv[close + 1], (*argc - close) * sizeof *argv);
+  *argc -= close - open;
+}
+
+bool
+nbd_stream_requested (const struct nbd_stream_options *o)
+{
+  return o->send || o->receive || o->digest;
+}
+
+bool
+nbd_stream_validate (const struct nbd_stream_options *o, GError **error)
+{
+  const char *uri = o->send ? o->send : o->receive ? o->receive : o->digest;
+  const char *bad = NULL;
+
+  if (!!o->send + !!o->receive + !!o->digest > 1)
+    bad = "--nbd-send, --nbd-receive and --nbd-digest exclude each other";
+  else if (strcmp (uri, "[") == 0 && !o->command)
+    bad = "expected '[ CMD ARGS... ]' after '['";
+  else if (o->command && strcmp (uri, "[") != 0)
+    bad = "'[ CMD ARGS... ]' must be the value of --nbd-send, --nbd-receive or --nbd-digest";
+  else if (o->raw && o->digest)
+    bad = "--raw goes with --nbd-send or --nbd-receive";
+  else if ((o->destination_is_zero || o->allocated) && !o->receive)
+    bad = "--destination-is-zero and --allocated go with --nbd-receive";
+  else if (o->no_extents && o->receive)
+    bad = "--no-extents goes with --nbd-send or --nbd-digest";
+  else if (o->connections > NBD_STREAM_MAX_CONNECTIONS)
+    bad = "--connections: expected 1 to 4";
+  if (bad)
+    return ferry_set_error (error, FERRY_EXIT_USAGE, "%s", bad);
+  if (o->request_size < STREAM_BLOCK_SIZE || o->request_size > STREAM_MAX_DATA)
+    return ferry_set_error (error, FERRY_EXIT_USAGE,
+                            "invalid --request-size '%zu': expected %u to %u bytes",
+                            o->request_size, STREAM_BLOCK_SIZE, (unsigned) STREAM_MAX_DATA);
+  if (o->in_flight < STREAM_BLOCK_SIZE)
+    return ferry_set_error (error, FERRY_EXIT_USAGE,
+                            "invalid --in-flight '%zu': expected %u to 1G bytes",
+                            o->in_flight, STREAM_BLOCK_SIZE);
+  return true;
+}
+
+void
+nbd_stream_options_clear (struct nbd_stream_options *o)
+{
+  g_clear_pointer (&o->command, g_free);
+}
+
+int
+nbd_stream_main (const struct nbd_stream_options *o)
+{
+  return o->receive ? nbd_receive_main (o) : nbd_send_main (o, o->digest != NULL);
+}
+
+void
+nbd_stream_sample_in_flight (struct nbd_stream_stats *stats, uint64_t bytes)
+{
+  stats->in_flight_sum += bytes;
+  stats->in_flight_samples++;
+  if (bytes > stats->in_flight_max)
+    stats->in_flight_max = bytes;
+}
+
+void
+nbd_stream_print_summary (const char *mode, const struct nbd_stream_stats *st,
+                          const char *digest_hex)
+{
+  double secs = (g_get_monotonic_time () - st->start_us) / 1e6;
+  uint64_t avg = st->in_flight_samples ? st->in_flight_sum / st->in_flight_samples : 0;
+
+  fprintf (stderr,
+           "ferry: %s: data=%" PRIu64 " zero=%" PRIu64 " wire=%" PRIu64
+           " requests=%" PRIu64 " in_flight_avg=%" PRIu64 " in_flight_max=%" PRIu64
+           " seconds=%.3f%s%s\n",
+           mode, st->data_bytes, st->zero_bytes, st->wire_bytes, st->requests, avg,
+           st->in_flight_max, secs, digest_hex && *digest_hex ? " digest=" : "",
+           digest_hex && *digest_hex ? digest_hex : "");
+}

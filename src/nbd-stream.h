@@ -1,0 +1,122 @@
+/* ferry: NBD stream mode (--nbd-send, --nbd-receive, --nbd-digest),
+ * on libnbd's AIO API and the glib main loop.  The format is in
+ * doc/nbd-stream.md and nbd-stream-format.h. */
+#ifndef FERRY_NBD_STREAM_H
+#define FERRY_NBD_STREAM_H
+
+#include <glib.h>
+#include <libnbd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "progress.h"
+
+#define NBD_STREAM_MAX_CONNECTIONS 4
+#define NBD_STREAM_DEFAULT_REQUEST_SIZE (2u * 1024 * 1024)
+#define NBD_STREAM_DEFAULT_IN_FLIGHT (64u * 1024 * 1024)
+#define NBD_STREAM_REQUESTS_PER_CONNECTION 64
+/* Block status looks this far ahead, one window at a time. */
+#define NBD_STREAM_MAP_WINDOW (128u * 1024 * 1024)
+/* Zero requests stay below 4 GiB: some servers refuse larger ones. */
+#define NBD_STREAM_MAX_ZERO (1024u * 1024 * 1024)
+
+/* The stream modes' options: main.c's option table writes them. */
+struct nbd_stream_options {
+  const char *send;           /* --nbd-send=SOURCE */
+  const char *receive;        /* --nbd-receive=DEST */
+  const char *digest;         /* --nbd-digest=URI */
+  char **command;             /* with SOURCE/DEST/URI '[': the server command
+                                 (pointers into argv; the array is ours) */
+  bool raw;                   /* plain image bytes instead of the stream */
+  bool no_extents;            /* sender: ignore the server's allocation map */
+  bool destination_is_zero;   /* receiver: skip ZERO records */
+  bool allocated;             /* receiver: zero with NO_HOLE */
+  bool no_verify;             /* no digest, in the stream or checked */
+  unsigned connections;       /* --connections=N; 0: up to 4 with multi-conn */
+  size_t request_size;        /* --request-size, or the default */
+  size_t in_flight;           /* --in-flight, or the default */
+  struct progress_spec progress;  /* --progress, as for the relay */
+  bool verbose;               /* -v: the summary at the end */
+};
+
+/* One libnbd connection on the glib main loop (nbd-aio-source.c). */
+struct nbd_conn {
+  struct nbd_handle *nbd;
+  GSource *source;
+  unsigned in_flight;         /* commands issued and not yet completed */
+};
+
+/* The connections to one export (nbd-stream-connect.c). */
+struct nbd_export {
+  const char *name;           /* the URI or the command, for messages */
+  struct nbd_conn conn[NBD_STREAM_MAX_CONNECTIONS];
+  unsigned n_conns;
+  uint64_t size;
+  uint32_t request_size;      /* clamped to the server's limits */
+  bool can_zero, can_fast_zero, can_flush, has_map;
+  GError *lost;               /* the first connection failure, if any */
+  bool *kicked;               /* set when a connection fails: the copy loop's
+                                 kick flag (nbd_kick_source_new) */
+};
+
+/* Counters for --progress and the -v summary. */
+struct nbd_stream_stats {
+  uint64_t data_bytes, zero_bytes;   /* of the image, by how they crossed */
+  uint64_t wire_bytes;        /* stream (or raw) bytes written or read */
+  uint64_t requests;          /* NBD commands issued */
+  uint64_t in_flight_sum, in_flight_samples;
+  uint64_t in_flight_max;     /* bytes */
+  int64_t start_us;
+};
+
+/* True when one of the stream modes was asked for. */
+bool nbd_stream_requested (const struct nbd_stream_options *options);
+/* The usage errors between the stream modes' options (main.c's validate). */
+bool nbd_stream_validate (const struct nbd_stream_options *options, GError **error);
+/* Runs the mode asked for and returns the exit code. */
+int nbd_stream_main (const struct nbd_stream_options *options);
+void nbd_stream_options_clear (struct nbd_stream_options *options);
+
+/* Before option parsing: take a '[ CMD ARGS... ]' server command out of
+ * argv (as nbdcopy accepts it), so that its options stay its own. */
+void nbd_stream_take_command (struct nbd_stream_options *options, int *argc, char **argv);
+
+/* nbd-stream-connect.c: open the export (more connections only with
+ * multi-conn, never for a command), and set it up for the copy. */
+bool nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
+                      const char *uri, bool writing, GError **error);
+void nbd_export_close (struct nbd_export *e);
+/* The connection with the fewest commands in flight. */
+struct nbd_conn *nbd_export_pick (struct nbd_export *e);
+/* Flush (if the server can) and shut down every connection. */
+bool nbd_export_finish (struct nbd_export *e, bool flush, GError **error);
+unsigned nbd_export_in_flight (const struct nbd_export *e);
+
+/* nbd-aio-source.c: a GSource that drives @nbd; it calls @on_failure
+ * once if the connection fails, with the reason. */
+GSource *nbd_aio_source_new (struct nbd_handle *nbd,
+                             void (*on_failure) (void *data, const char *reason),
+                             void *data);
+
+/* A GSource that runs @pump (returning G_SOURCE_CONTINUE) once per
+ * main-loop turn in which *@kicked was set, and clears it first.  Completion
+ * callbacks set the flag: the follow-up work then runs outside the
+ * handle's lock. */
+GSource *nbd_kick_source_new (bool *kicked, GSourceFunc pump, void *data);
+
+/* The zero test of every block the sender reads and the raw receiver
+ * gets: true if all @len bytes are 0 (a NUL block with a non-zero last
+ * byte is data). */
+bool nbd_stream_is_zero (const uint8_t *buf, size_t len);
+
+/* nbd-send.c and nbd-receive.c. */
+int nbd_send_main (const struct nbd_stream_options *options, bool digest_only);
+int nbd_receive_main (const struct nbd_stream_options *options);
+
+/* The -v summary (nbd-stream.c). */
+void nbd_stream_print_summary (const char *mode, const struct nbd_stream_stats *stats,
+                               const char *digest_hex);
+/* Sample the in-flight bytes for the summary's average and maximum. */
+void nbd_stream_sample_in_flight (struct nbd_stream_stats *stats, uint64_t bytes);
+
+#endif

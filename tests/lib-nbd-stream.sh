@@ -1,0 +1,56 @@
+# ferry test library for the NBD stream scenarios (nbd-stream-*.sh):
+# sourced after lib.sh.  Real peers: nbdkit, qemu-nbd, nbdcopy, qemu-img,
+# nbdinfo; the digest is recomputed independently with python3 hashlib.
+need nbdkit nbdinfo nbdcopy qemu-img python3
+CHECK=$FERRY_SOURCE_ROOT/tests/nbd-stream-check.py
+
+serve () {  # NAME PLUGIN ARGS...: nbdkit on $T/NAME.sock
+    local name=$1; shift
+    bg nbdkit -f -U "$T/$name.sock" "$@"
+    wait_for_socket "$T/$name.sock"
+}
+uri () { echo "nbd+unix:///?socket=$T/$1.sock"; }
+
+# The digest of an export, computed without ferry: nbdcopy to a sparse
+# file, then python3 hashlib.
+independent_digest () {  # URI
+    local size
+    size=$(nbdinfo --size "$1")
+    rm -f "$T/digest.raw"
+    nbdcopy "$1" "$T/digest.raw"
+    python3 "$CHECK" digest "$T/digest.raw" "$size"
+    rm -f "$T/digest.raw"
+}
+
+summary_field () {  # FILE KEY: from ferry's -v summary line
+    sed -n "s/.* $2=\([^ ]*\).*/\1/p" "$1" | tail -1
+}
+
+# ferry --nbd-send=SRC | ferry --nbd-receive=DST (extra receive options
+# after the URIs), then every check of the round-trip scenarios: exit codes,
+# qemu-img compare, ferry's digests equal the independent one, the
+# destination's map has holes where the source's has, and the wire carries
+# the data bytes plus at most 1% and 64 KiB.
+roundtrip () {  # SRC DST [RECEIVE_OPTIONS...]
+    local src=$1 dst=$2 rc_send rc_recv; shift 2
+    within 300 "$FERRY" -v --nbd-send="$src" 2> "$T/send.err" |
+        within 300 "$FERRY" -v --nbd-receive="$dst" "$@" 2> "$T/recv.err"
+    rc_send=${PIPESTATUS[0]} rc_recv=${PIPESTATUS[1]}
+    cat "$T/send.err" "$T/recv.err" >&2
+    assert_eq 0 "$rc_send" "sender exit code"
+    assert_eq 0 "$rc_recv" "receiver exit code"
+    within 300 qemu-img compare -f raw -F raw "$src" "$dst" >&2 || fail "the copy differs"
+    local want
+    want=$(independent_digest "$src")
+    assert_eq "$want" "$(summary_field "$T/send.err" digest)" "sender's digest"
+    assert_eq "$want" "$(summary_field "$T/recv.err" digest)" "receiver's digest"
+    assert_eq "$want  $dst" "$("$FERRY" --nbd-digest="$dst")" "--nbd-digest of the destination"
+    nbdinfo --map --json "$src" > "$T/map-src.json"
+    nbdinfo --map --json "$dst" > "$T/map-dst.json"
+    python3 "$CHECK" holes "$T/map-src.json" "$T/map-dst.json" >&2 || fail "holes differ"
+    local data wire
+    data=$(summary_field "$T/send.err" data) wire=$(summary_field "$T/send.err" wire)
+    [ "$wire" -le $((data + data / 100 + 65536)) ] ||
+        fail "wire bytes $wire > data bytes $data + 1% + 64 KiB"
+    assert_eq "$wire" "$(summary_field "$T/recv.err" wire)" "wire bytes read"
+}

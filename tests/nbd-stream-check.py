@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Independent checks for the NBD stream tests (tests/lib-nbd-stream.sh).
+
+  digest FILE SIZE    the block-hash digest of doc/nbd-stream.md, section 5,
+                      of FILE's first SIZE bytes (holes found with SEEK_DATA
+                      cost nothing)
+  holes SRC DST       nbdinfo --map --json maps of source and destination:
+                      every 64 KiB block that reads as zero in SRC's map must
+                      read as zero in DST's, and DST has no more data blocks
+                      than SRC; prints "data_blocks=N"
+"""
+import hashlib
+import json
+import os
+import sys
+
+BLOCK = 65536
+
+
+def digest(path, size):
+    zero_digest = hashlib.sha256(bytes(BLOCK)).digest()
+    outer = hashlib.sha256()
+    with open(path, "rb") as f:
+        fd = f.fileno()
+        pos = 0
+        while pos < size:
+            try:
+                data = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:
+                data = size
+            # Whole blocks of hole before the next data.
+            while pos + BLOCK <= min(data, size):
+                outer.update(zero_digest)
+                pos += BLOCK
+            if pos >= size:
+                break
+            f.seek(pos)
+            block = f.read(min(BLOCK, size - pos))
+            block += bytes(min(BLOCK, size - pos) - len(block))
+            outer.update(hashlib.sha256(block).digest())
+            pos += len(block)
+    outer.update(size.to_bytes(8, "little"))
+    return outer.hexdigest()
+
+
+def zero_blocks(path):
+    """Blocks (index) wholly inside extents with the zero bit, and the count of all blocks."""
+    zero = set()
+    with open(path) as f:
+        extents = json.load(f)
+    end = max([e["offset"] + e["length"] for e in extents] or [0])
+    for e in extents:
+        start, stop = e["offset"], e["offset"] + e["length"]
+        if e["type"] & 2:
+            # The export's last block may be short.
+            last = (stop + BLOCK - 1) // BLOCK if stop == end else stop // BLOCK
+            zero.update(range((start + BLOCK - 1) // BLOCK, last))
+    return zero, (end + BLOCK - 1) // BLOCK
+
+
+def holes(src, dst):
+    src_zero, n = zero_blocks(src)
+    dst_zero, _ = zero_blocks(dst)
+    missing = sorted(src_zero - dst_zero)
+    if missing:
+        sys.exit("destination has data where the source has none, first at offset %d "
+                 "(%d blocks)" % (missing[0] * BLOCK, len(missing)))
+    data_src, data_dst = n - len(src_zero), n - len(dst_zero & set(range(n)))
+    if data_dst > data_src:
+        sys.exit("destination has %d data blocks, source %d" % (data_dst, data_src))
+    print("data_blocks=%d" % data_src)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "digest":
+        print(digest(sys.argv[2], int(sys.argv[3])))
+    elif sys.argv[1] == "holes":
+        holes(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(__doc__)
