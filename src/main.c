@@ -177,12 +177,15 @@ main (int argc, char **argv)
   gboolean verbose = FALSE, version = FALSE, no_splice = FALSE, readonly = FALSE;
   gboolean nbd = FALSE, nbd_readonly = FALSE;
   int stats_interval = 0, greeting_timeout = FERRY_DEFAULT_NBD_GREETING_TIMEOUT;
-  char *stats_file = NULL;
+  /* Strings that GOptionContext allocates, and the activation fds' names,
+   * freed on every way out. */
+  g_autofree char *stats_file = NULL;
+  g_autofree char *remote_helper = NULL;
+  g_autoptr (FerrySocketActivation) activation = NULL;
   int idle_timeout = 0, connect_timeout = 0;
   int max_connections = 0, exit_idle_time = 0;
   int drain_timeout = FERRY_DEFAULT_DRAIN_TIMEOUT;
   bool activated;
-  int rc;
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) context = NULL;
 
@@ -234,7 +237,7 @@ main (int argc, char **argv)
     { "keepalive", 0, 0, G_OPTION_ARG_CALLBACK, parse_keepalive,
       "Probe an idle peer every SECS (TCP keepalive; ssh keepalive on ssh://); "
       "3 unanswered end the connection", "SECS" },
-    { "remote-helper", 0, 0, G_OPTION_ARG_STRING, &options.connect.remote_helper,
+    { "remote-helper", 0, 0, G_OPTION_ARG_STRING, &remote_helper,
       "ssh:// exec mode: the program run on the server (default ferry)", "PROGRAM" },
     { "ask-password", 0, 0, G_OPTION_ARG_NONE, &ask_password,
       "ssh://: also try password and keyboard-interactive authentication, "
@@ -276,7 +279,8 @@ main (int argc, char **argv)
     printf ("ferry %s\n", PACKAGE_VERSION);
     return FERRY_EXIT_OK;
   }
-  if (!socket_activation_take (&options.activation, &error)) {
+  activation = &options.activation;
+  if (!socket_activation_take (activation, &error)) {
     ferry_error ("%s", error->message);
     return FERRY_EXIT_USAGE;
   }
@@ -350,7 +354,6 @@ main (int argc, char **argv)
   }
   options.readonly = readonly;
   options.connect.ask_password = ask_password;
-  rc = ferry_run (&options);
-  socket_activation_clear (&options.activation);
-  return rc;
+  options.connect.remote_helper = remote_helper;
+  return ferry_run (&options);
 }

@@ -21,4 +21,9 @@ struct socket_activation {
 bool socket_activation_take (struct socket_activation *activation, GError **error);
 void socket_activation_clear (struct socket_activation *activation);
 
+/* g_autoptr (FerrySocketActivation) clears, not frees: the struct is the
+ * caller's. */
+typedef struct socket_activation FerrySocketActivation;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FerrySocketActivation, socket_activation_clear)
+
 #endif
