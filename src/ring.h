@@ -10,7 +10,8 @@
 
 #include <stdint.h>
 
-/* A ring of @size bytes; never fails. */
+/* A ring of @size bytes, mapped on its own so that freeing it returns the
+ * memory; never fails (aborts as g_malloc does). */
 struct buffer *ring_new (size_t size);
 
 /* An inspector sees the @n bytes each fill has just read, at logical
