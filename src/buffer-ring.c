@@ -5,13 +5,14 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 
 #include <glib.h>
 
 struct ring {
   struct buffer base;
-  char *data;                 /* base.size bytes */
+  char *data;                 /* base.size bytes, mapped for the ring alone */
   size_t head;                /* offset of the oldest buffered byte */
   ring_inspect_fn inspect;    /* may be NULL */
   void *inspect_data;
@@ -152,7 +153,7 @@ ring_free (struct buffer *b)
 {
   struct ring *r = (struct ring *) b;
 
-  g_free (r->data);
+  munmap (r->data, r->base.size);
   g_free (r);
 }
 
@@ -170,6 +171,11 @@ ring_new (size_t size)
   g_assert (size > 0);
   r->base.ops = &ring_ops;
   r->base.size = size;
-  r->data = g_malloc (size);
+  /* Mapped, not malloc'd: glib's malloc keeps freed blocks of this size in
+   * its arenas, so a forwarder's memory would stay at its peak after the
+   * connections are gone; an unmap returns it. */
+  r->data = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (r->data == MAP_FAILED)
+    g_error ("cannot map a %zu-byte ring buffer: %s", size, g_strerror (errno));
   return &r->base;
 }

@@ -148,7 +148,8 @@ void buffer_watch_both (struct buffer *up, struct buffer *down,
  * offsets mean a partial write just advances the head: no memmove.  Used
  * where an end cannot splice, or with --no-splice. */
 
-/* A ring of @size bytes; never fails. */
+/* A ring of @size bytes, mapped on its own so that freeing it returns the
+ * memory; never fails (aborts as g_malloc does). */
 struct buffer *ring_new (size_t size);
 
 /* An inspector sees the @n bytes each fill has just read, at logical

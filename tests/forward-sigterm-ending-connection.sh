@@ -7,17 +7,29 @@
 # `-l -k` forwarder; then the README's `nbdcopy -- [ ferry --nbd unix:SRC ]`,
 # whose nbdcopy SIGTERMs ferry as the copy ends.  Every run exits 0.
 . "$(dirname "$0")/lib.sh"
-need socat python3
+need python3
 rounds=${FERRY_TEST_ROUNDS:-60}
 # Freed memory is scribbled over and not reused at once (no effect under ASan).
 export GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165
 
-bg socat -t 0.01 "UNIX-LISTEN:$T/B.sock,fork" PIPE
-wait_for_socket "$T/B.sock"
-
 python3 - "$FERRY" "$T" "$rounds" <<'PY' || fail "a forwarder did not survive SIGTERM at a connection's end"
-import os, re, signal, socket, subprocess, sys, time
+import os, re, signal, socket, subprocess, sys, threading, time
 ferry, t, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+def echo_server(listener):
+    """The target: echo everything up to EOF, then close."""
+    while True:
+        conn, _ = listener.accept()
+        data = bytearray()
+        while chunk := conn.recv(65536):
+            data += chunk
+        conn.sendall(data)
+        conn.close()
+
+target = socket.socket(socket.AF_UNIX)
+target.bind(f"{t}/B.sock")
+target.listen(16)
+threading.Thread(target=echo_server, args=(target,), daemon=True).start()
 a = f"{t}/A.sock"
 ok = re.compile(r"^ferry: stopped by SIGTERM: [01] live connections drained, 0 cut off$")
 bad = 0
