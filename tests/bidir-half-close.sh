@@ -15,7 +15,8 @@ for family in unix tcp; do
         # Both compare with the file rather than hash: 20 rounds stay short.
         eos_peer listen "$FERRY_ADDR" both "$T/data" "$T/server-got" "$T/data"
         server=$LAST_PID
-        wait_for_listener "$family" "$server"
+        # Without the PID: ss -p would scan every process, each round.
+        wait_for_listener "$family"
         within 60 "$FERRY" "$FERRY_ADDR" < "$T/data" 2> "$T/err" |
             cmp - "$T/data" > "$T/client-cmp" 2>&1
         rcs=("${PIPESTATUS[@]}")
