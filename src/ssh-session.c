@@ -270,10 +270,15 @@ configure (struct ssh_conn *c, const struct address *a,
   int strict = 1, nodelay = 1;
   long timeout = opts->timeout;
 
+  /* libssh refuses some names (a host with a space, ...) without saying
+   * why: the address is what is wrong. */
+  if (ssh_options_set (s, SSH_OPTIONS_HOST, ssh->host) < 0) {
+    set_error (error, FERRY_EXIT_USAGE, "invalid address '%s': libssh refuses the host "
+               "name '%s' (expected a DNS name or an IP address)", a->text, ssh->host);
+    return false;
+  }
   if (ssh_options_set (s, SSH_OPTIONS_SSH_DIR, ssh_dir) < 0 ||
-      ssh_options_set (s, SSH_OPTIONS_HOST, ssh->host) < 0 ||
       ssh_options_parse_config (s, NULL) < 0 ||
-      (ssh->user && ssh_options_set (s, SSH_OPTIONS_USER, ssh->user) < 0) ||
       (ssh->port && ssh_options_set (s, SSH_OPTIONS_PORT_STR, ssh->port) < 0) ||
       (ssh->keyfile && ssh_options_set (s, SSH_OPTIONS_IDENTITY, ssh->keyfile) < 0) ||
       (ssh->known_hosts && ssh_options_set (s, SSH_OPTIONS_KNOWNHOSTS, ssh->known_hosts) < 0) ||
@@ -284,6 +289,12 @@ configure (struct ssh_conn *c, const struct address *a,
       (timeout > 0 && ssh_options_set (s, SSH_OPTIONS_TIMEOUT, &timeout) < 0)) {
     set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
                ssh_get_error (s));
+    return false;
+  }
+  /* After the config file: the address's user wins over its User. */
+  if (ssh->user && ssh_options_set (s, SSH_OPTIONS_USER, ssh->user) < 0) {
+    set_error (error, FERRY_EXIT_USAGE, "invalid address '%s': libssh refuses the user "
+               "name '%s'", a->text, ssh->user);
     return false;
   }
 
