@@ -41,8 +41,10 @@ valid_port (const char *port)
 
   if (port[0] == '\0')
     return false;
+  /* A service name starts with a letter (RFC 6335): "-1" is no port. */
   if (!g_ascii_isdigit (port[0]))
-    return strspn (port, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen (port);
+    return g_ascii_isalpha (port[0]) &&
+           strspn (port, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen (port);
   n = g_ascii_strtoll (port, &end, 10);
   return *end == '\0' && n > 0 && n <= 65535;
 }
@@ -187,7 +189,8 @@ parse_ssh (struct address *a, const char *rest, GError **error)
     char *num_end;
     ssh->port = g_strndup (colon + 1, end - colon - 1);
     n = g_ascii_strtoll (ssh->port, &num_end, 10);
-    if (ssh->port[0] == '\0' || *num_end != '\0' || n <= 0 || n > 65535)
+    /* strtoll would skip leading blanks: "h: 22" is no port. */
+    if (!g_ascii_isdigit (ssh->port[0]) || *num_end != '\0' || n <= 0 || n > 65535)
       return fail (error, a->text, "ssh port must be 1-65535");
   }
   if (path) {

@@ -65,10 +65,14 @@ ferry_ssh_configure (ssh_session s, const struct address *a,
   int strict = 1, nodelay = 1;
   long timeout = opts->timeout;
 
+  /* libssh refuses some names (a host with a space, ...) without saying
+   * why: the address is what is wrong. */
+  if (ssh_options_set (s, SSH_OPTIONS_HOST, ssh->host) < 0)
+    return ferry_set_error (error, FERRY_EXIT_USAGE, "invalid address '%s': libssh refuses "
+                            "the host name '%s' (expected a DNS name or an IP address)",
+                            a->text, ssh->host);
   if (ssh_options_set (s, SSH_OPTIONS_SSH_DIR, ssh_dir) < 0 ||
-      ssh_options_set (s, SSH_OPTIONS_HOST, ssh->host) < 0 ||
       ssh_options_parse_config (s, NULL) < 0 ||
-      (ssh->user && ssh_options_set (s, SSH_OPTIONS_USER, ssh->user) < 0) ||
       (ssh->port && ssh_options_set (s, SSH_OPTIONS_PORT_STR, ssh->port) < 0) ||
       (ssh->keyfile && ssh_options_set (s, SSH_OPTIONS_IDENTITY, ssh->keyfile) < 0) ||
       (ssh->known_hosts && ssh_options_set (s, SSH_OPTIONS_KNOWNHOSTS, ssh->known_hosts) < 0) ||
@@ -81,6 +85,10 @@ ferry_ssh_configure (ssh_session s, const struct address *a,
                      ssh_get_error (s));
     return false;
   }
+  /* After the config file: the address's user wins over its User. */
+  if (ssh->user && ssh_options_set (s, SSH_OPTIONS_USER, ssh->user) < 0)
+    return ferry_set_error (error, FERRY_EXIT_USAGE, "invalid address '%s': libssh refuses "
+                            "the user name '%s'", a->text, ssh->user);
 
   char *user = NULL, *host = NULL;
   unsigned port = 22;
