@@ -1,6 +1,7 @@
 /* ferry: NBD stream mode's options, their checks, and the summary. */
 #include <config.h>
 
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -80,10 +81,43 @@ nbd_stream_options_clear (struct nbd_stream_options *o)
   g_clear_pointer (&o->command, g_free);
 }
 
+/* The module beside the executable (a build tree), else the installed one. */
+static void *
+load_module (GError **error)
+{
+  static const char name[] = "ferry-nbd-stream.so";
+  g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *exe_dir = exe ? g_path_get_dirname (exe) : NULL;
+  g_autofree char *beside = exe_dir ? g_build_filename (exe_dir, name, NULL) : NULL;
+  g_autofree char *installed = g_build_filename (FERRY_MODULE_DIR, name, NULL);
+  const char *path = beside && g_file_test (beside, G_FILE_TEST_EXISTS) ? beside : installed;
+  void *module = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+
+  if (module == NULL)
+    ferry_set_error (error, FERRY_EXIT_FAILURE, "cannot load the NBD stream module: %s",
+                     dlerror ());
+  return module;
+}
+
 int
 nbd_stream_main (const struct nbd_stream_options *o)
 {
-  return o->receive ? nbd_receive_main (o) : nbd_send_main (o, o->digest != NULL);
+  g_autoptr (GError) error = NULL;
+  int (*run) (const struct nbd_stream_options *) = NULL;
+  void *module = load_module (&error);
+
+  /* Never unloaded: its threads and sources may outlive the call. */
+  if (module) {
+    run = (int (*) (const struct nbd_stream_options *)) dlsym (module, "nbd_stream_module_run");
+    if (run == NULL)
+      ferry_set_error (&error, FERRY_EXIT_FAILURE, "cannot load the NBD stream module: %s",
+                       dlerror ());
+  }
+  if (run == NULL) {
+    ferry_error ("%s", error->message);
+    return error->code;
+  }
+  return run (o);
 }
 
 void

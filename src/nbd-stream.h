@@ -109,6 +109,10 @@ GSource *nbd_kick_source_new (bool *kicked, GSourceFunc pump, void *data);
  * byte is data). */
 bool nbd_stream_is_zero (const uint8_t *buf, size_t len);
 
+/* The module's entry point (nbd-stream-module.c), which nbd_stream_main
+ * finds by this name. */
+int nbd_stream_module_run (const struct nbd_stream_options *options);
+
 /* nbd-send.c and nbd-receive.c. */
 int nbd_send_main (const struct nbd_stream_options *options, bool digest_only);
 int nbd_receive_main (const struct nbd_stream_options *options);

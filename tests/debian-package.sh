@@ -35,6 +35,8 @@ for path in ./usr/bin/ferry ./usr/share/man/man1/ferry.1.gz \
             ./usr/share/bash-completion/completions/ferry; do
     grep -qxF "$path" "$T/ferry.list" || fail "ferry package lacks $path: $(cat "$T/ferry.list")"
 done
+grep -qE '^\./usr/lib/[^/]+/ferry/ferry-nbd-stream\.so$' "$T/ferry.list" ||
+    fail "ferry package lacks the stream mode's module: $(cat "$T/ferry.list")"
 for name in nc virt-ssh-helper; do
     grep -qxF "./usr/libexec/ferry/$name -> ../../bin/ferry" "$T/compat.list" ||
         fail "ferry-compat lacks the link $name: $(cat "$T/compat.list")"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# meson install: ferry and its man page by default; with -Dcompat_links=true
+# meson install: ferry, its stream-mode module and its man page by default; with -Dcompat_links=true
 # also nc and virt-ssh-helper links to ferry in LIBEXECDIR/ferry, which run
 # the personalities.  The man page renders without warnings and documents
 # every option of ferry --help-all.
@@ -13,6 +13,10 @@ prefix=$(meson introspect "$FERRY_BUILD_ROOT" --buildoptions |
          python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"][0])')
 [ -x "$T/default$prefix/bin/ferry" ] || fail "ferry not installed in $prefix/bin"
 [ -f "$T/default$prefix/share/man/man1/ferry.1" ] || fail "ferry.1 not installed"
+libdir=$(meson introspect "$FERRY_BUILD_ROOT" --buildoptions |
+         python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="libdir"][0])')
+[ -f "$T/default$prefix/$libdir/ferry/ferry-nbd-stream.so" ] ||
+    fail "the stream mode's module not installed in $prefix/$libdir/ferry: $(find "$T/default" -type f)"
 [ -z "$(find "$T/default" -name nc -o -name virt-ssh-helper)" ] || fail "links installed without -Dcompat_links"
 
 # Run the installed binary under a personality's name.
