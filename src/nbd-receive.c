@@ -504,11 +504,8 @@ pump (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-/* --progress: the image applied in offset order, and how it came. */
-static const struct progress_counter progress_counters[] = {
-  { .label = "image" }, { .label = "data" }, { .label = "zero" },
-};
-
+/* --progress (nbd_stream_progress_new): the image applied in offset
+ * order, and how it came. */
 static void
 sample_progress (struct progress_counter *counters, void *data)
 {
@@ -541,8 +538,7 @@ nbd_receive_main (const struct nbd_stream_options *options)
   r.in_flight_limit = options->in_flight;
   g_queue_init (&r.commands);
   stream_parser_init (&r.parser);
-  r.progress = progress_new (&options->progress, progress_counters,
-                            G_N_ELEMENTS (progress_counters), sample_progress, &r);
+  r.progress = nbd_stream_progress_new (options, sample_progress, &r);
   r.stats.start_us = g_get_monotonic_time ();
   if (options->raw) {
     r.size = r.export.size;

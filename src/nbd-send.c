@@ -573,12 +573,8 @@ pump (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-
-/* --progress: the image in offset order, and how it crossed. */
-static const struct progress_counter progress_counters[] = {
-  { .label = "image" }, { .label = "data" }, { .label = "zero" },
-};
-
+/* --progress (nbd_stream_progress_new): the image in offset order, and
+ * how it crossed. */
 static void
 sample_progress (struct progress_counter *counters, void *data)
 {
@@ -641,8 +637,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     if (s.out_is_pipe)
       fcntl (s.out, F_SETPIPE_SZ, 1024 * 1024);
   }
-  s.progress = progress_new (&options->progress, progress_counters,
-                            G_N_ELEMENTS (progress_counters), sample_progress, &s);
+  s.progress = nbd_stream_progress_new (options, sample_progress, &s);
   s.stats.start_us = g_get_monotonic_time ();
 
   kick = nbd_kick_source_new (&s.kicked, pump, &s);

@@ -120,6 +120,17 @@ nbd_stream_main (const struct nbd_stream_options *o)
   return run (o);
 }
 
+struct progress *
+nbd_stream_progress_new (const struct nbd_stream_options *o, progress_sample_fn sample,
+                         void *data)
+{
+  static const struct progress_counter counters[] = {
+    { .label = "image" }, { .label = "data" }, { .label = "zero" },
+  };
+
+  return progress_new (&o->progress, counters, G_N_ELEMENTS (counters), sample, data);
+}
+
 void
 nbd_stream_sample_in_flight (struct nbd_stream_stats *stats, uint64_t bytes)
 {

@@ -117,6 +117,11 @@ int nbd_stream_module_run (const struct nbd_stream_options *options);
 int nbd_send_main (const struct nbd_stream_options *options, bool digest_only);
 int nbd_receive_main (const struct nbd_stream_options *options);
 
+/* --progress: a line of three counters, "image" (bytes in offset order,
+ * of the image's size), "data" and "zero", which @sample fills in. */
+struct progress *nbd_stream_progress_new (const struct nbd_stream_options *options,
+                                          progress_sample_fn sample, void *data);
+
 /* The -v summary (nbd-stream.c). */
 void nbd_stream_print_summary (const char *mode, const struct nbd_stream_stats *stats,
                                const char *digest_hex);
