@@ -16,7 +16,7 @@ struct nbd_pipe {
                                  equal to base.len */
   int wfd;                    /* @pipe's write end */
   struct nbd_framing *f;      /* asked how much may pass unseen */
-  enum nbd_dir dir;           /* which of @f's directions this buffer carries */
+  enum nbd_dir dir;           /* which of @f's NBD streams this buffer carries */
   nbd_pipe_inspect_fn inspect;  /* shown the peeked bytes, and end of stream */
   void *inspect_data;
   size_t ahead;               /* bytes at the front of the source that the

@@ -36,7 +36,7 @@ struct buffer *nbd_pipe_new (int src_fd, size_t size);
 
 bool nbd_pipe_is (const struct buffer *b);
 
-/* Fills consult @f's direction @dir and show the bytes it must see to @fn. */
+/* Fills consult @f's NBD stream @dir and show the bytes it must see to @fn. */
 void nbd_pipe_set_inspector (struct buffer *b, struct nbd_framing *f, enum nbd_dir dir,
                              nbd_pipe_inspect_fn fn, void *data);
 

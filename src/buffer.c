@@ -10,7 +10,7 @@
 /* The whole decision, for the direction @src -> @dst:
  *
  *  - The buffer holds at least --buffer-size bytes, more when the source
- *    needs bigger reads (an ssh:// download, endpoint.read_buffer_min).
+ *    needs bigger reads (ssh:// down, endpoint.read_buffer_min).
  *  - --nbd: the parser must see every header, and --nbd-readonly edits
  *    the stream (refused writes are dropped, replies inserted), which only
  *    bytes in memory allow.  So the guard always has a ring, with

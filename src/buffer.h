@@ -136,7 +136,7 @@ struct buffer *buffer_new_for (struct endpoint *src, struct endpoint *dst,
                                const struct relay_config *config);
 
 /* With --nbd in @config, one NBD parser watches both directions, @up
- * (client -> server) and @down (server -> client), both from
+ * (the NBD client's stream) and @down (the server's), both from
  * buffer_new_for(); @wake is called when one of its timers found a
  * violation.  Otherwise nothing. */
 void buffer_watch_both (struct buffer *up, struct buffer *down,

@@ -7,11 +7,12 @@
  * follows ferry's free buffer (speed at high RTT) and stops growing while
  * the buffer is full (backpressure).
  *
- * The window is therefore both the download's speed limit (one window per
- * round trip) and its memory bound.  A channel's download buffer is at
- * least receive_window(): sized to the round trip measured as the channel
- * opened, so a distant host gets a wide window and a near one a narrow one
- * (8 MiB cost loopback a fifth of its speed).  ferry's buffer, libssh's and
+ * A channel is always the remote end, so the window is both the down
+ * direction's speed limit (one window per round trip) and its memory
+ * bound.  A channel's down buffer is at least receive_window(): sized to
+ * the round trip measured as the channel opened, so a distant host gets a
+ * wide window and a near one a narrow one (8 MiB cost loopback a fifth of
+ * its speed).  ferry's buffer, libssh's and
  * the bytes in flight together stay under that buffer plus twice
  * LIBSSH_WINDOW_FLOOR (2.5 MiB), the window libssh grants on its own:
  * channel_endpoint_readv keeps those grants from piling up. */
@@ -26,7 +27,7 @@
 #include "error.h"
 #include "message.h"
 
-/* The download rate the window is sized for: 8 MiB at 50 ms, where 1 MiB
+/* The down rate the window is sized for: 8 MiB at 50 ms, where 1 MiB
  * allowed 20 MiB/s.  Within [MIN, MAX]: MIN is OpenSSH's window, and at
  * least LIBSSH_WINDOW_FLOOR, which channel_endpoint_readv needs to make progress. */
 #define SSH_WINDOW_RATE (160 * 1024 * 1024)
@@ -101,7 +102,7 @@ channel_endpoint_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt
   /* After any read that leaves the window under half of LIBSSH_WINDOW_FLOOR,
    * libssh grants that floor again, whatever it still holds: small reads
    * out of a large backlog, one per drain of a slow reader, widened the
-   * window each time, and the download piled up without bound.  So read
+   * window each time, and the down direction piled up without bound.  So read
    * only while what it holds fits in the free space, give or take a floor;
    * until then the buffer counts as full. */
   for (int i = 0; i < iovcnt; i++)

@@ -38,7 +38,7 @@ struct endpoint_ops {
   /* Release every resource (watches, fds) and the endpoint itself. */
   void (*free) (struct endpoint *ep);
   /* Optional (NULL for most kinds): once the stream has ended, the exit
-   * code the far side asks for (a remote command's non-zero status,
+   * code the peer asks for (a remote command's non-zero status,
    * already reported on stderr), or 0. */
   int (*exit_code) (struct endpoint *ep);
   /* Optional: a non-blocking fd that splice(2) may read from (!@write) or

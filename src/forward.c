@@ -1,6 +1,6 @@
 /* ferry: listen-and-forward.  The main loop accepts and counts; each
  * connection's relay runs on a worker thread (worker.c), or on the main
- * loop for an ssh:// target, whose channels share one libssh session. */
+ * loop for an ssh:// TARGET, whose channels share one libssh session. */
 #include <config.h>
 
 #include "forward.h"
@@ -19,7 +19,8 @@
 
 struct forward {
   const struct ferry_options *options;
-  struct dialer *dialer;      /* connects to the TARGET (one shared ssh session) */
+  struct dialer *dialer;      /* connects each relay's remote end, TARGET
+                                 (one shared ssh session) */
   struct worker_pool *workers; /* NULL when the dialer needs the main loop */
   GPtrArray *listeners;       /* struct listener; NULL once stopping */
   GPtrArray *connections;     /* struct connection, the live ones; each holds
@@ -377,7 +378,7 @@ forward_print_stats (struct forward *f)
 
 struct forward *
 forward_new (const struct ferry_options *options, const struct address *listen_at,
-             const struct address *target, forward_done_fn done, void *data,
+             const struct address *remote, forward_done_fn done, void *data,
              GError **error)
 {
   struct forward *f;
@@ -387,9 +388,9 @@ forward_new (const struct ferry_options *options, const struct address *listen_a
 
   /* fd:N is one socket: the first relay closes it, and its number may
    * then name anything. */
-  if (target->kind == ADDRESS_FD && options->keep_listening) {
+  if (remote->kind == ADDRESS_FD && options->keep_listening) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE,
-                 "%s as TARGET serves one connection: not with -k", target->text);
+                 "%s as TARGET serves one connection: not with -k", remote->text);
     return NULL;
   }
   f = g_new0 (struct forward, 1);
@@ -400,7 +401,7 @@ forward_new (const struct ferry_options *options, const struct address *listen_a
   f->accepting = true;
   f->connections = g_ptr_array_new_with_free_func (connection_retire);
   f->listeners = g_ptr_array_new_with_free_func ((GDestroyNotify) listener_free);
-  f->dialer = dialer_new (target, &options->connect, &err);
+  f->dialer = dialer_new (remote, &options->connect, &err);
   if (f->dialer && dialer_is_thread_safe (f->dialer))
     f->workers = worker_pool_new (g_get_num_processors ());
   if (f->dialer && listen_at) {

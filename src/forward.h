@@ -1,8 +1,8 @@
 /* ferry: listen-and-forward.  Every accepted connection gets its own relay
- * to its own new connection to the target ("local" = the accepted
- * connection, "remote" = the target).  The main loop accepts; the relays
- * run on worker threads, one per core, or on the main loop for an ssh://
- * target.
+ * to its own new connection to TARGET (relay.h: the accepted connection is
+ * the local end, the connection to TARGET the remote one).  The main loop
+ * accepts; the relays run on worker threads, one per core, or on the main
+ * loop for an ssh:// TARGET.
  *
  * One relay's failure ends that relay alone.  Past --max-connections the
  * listeners pause, so new clients wait in the kernel backlog.  A stop
@@ -26,12 +26,12 @@ struct forward;
 typedef void (*forward_done_fn) (int exit_code, void *data);
 
 /* Listen on @listen_at, or (when it is NULL) on @options' socket-activation
- * fds, and relay to @target.  @options and @target must outlive the forward.
- * Returns NULL with a FERRY_EXIT_CONNECT error when a listener cannot be
- * set up. */
+ * fds, and relay to @remote (TARGET).  @options and @remote must outlive
+ * the forward.  Returns NULL with a FERRY_EXIT_CONNECT error when a
+ * listener cannot be set up. */
 struct forward *forward_new (const struct ferry_options *options,
                              const struct address *listen_at,
-                             const struct address *target,
+                             const struct address *remote,
                              forward_done_fn done, void *data, GError **error);
 
 /* Stop accepting and drain the live relays for up to --drain-timeout; what
@@ -45,8 +45,8 @@ bool forward_stop (struct forward *forward, const char *signal_name,
 /* A second signal, or SIGQUIT: stop as forward_stop does if not yet
  * stopping, and give up on every live relay now, each with one line that
  * counts what it drops; done follows with @signal_exit_code of the first
- * signal once their ends are reported (a relay still connecting to the
- * target ends when that is over). */
+ * signal once their ends are reported (a relay still connecting to its
+ * remote end ends when that is over). */
 void forward_cut (struct forward *forward, const char *signal_name,
                   int signal_exit_code);
 

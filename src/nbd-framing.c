@@ -13,7 +13,7 @@
 #include "error.h"
 #include "nbd-proto.h"
 
-/* Where a direction's parser stands: C_* in the client's stream (C2S),
+/* Where a stream's parser stands: C_* in the client's stream (C2S),
  * S_* in the server's (S2C).  One type, so that what both directions share
  * (struct stream, expect_header) is typed too. */
 enum stream_state {

@@ -22,6 +22,11 @@
 
 #include <glib.h>
 
+/* Which NBD stream: the parser knows NBD's roles, not the relay's ends, and
+ * its messages say "client sent ..." and "server sent ...", as proto.md
+ * does.  The relay's up direction carries the client's stream and down the
+ * server's (relay.h: under --nbd the local end is the NBD client), and
+ * nbd-relay.c is the one place that maps one onto the other. */
 enum nbd_dir {
   NBD_C2S,                    /* client -> server: options, requests */
   NBD_S2C,                    /* server -> client: greeting, replies */

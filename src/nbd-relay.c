@@ -14,9 +14,10 @@
 #include "buffer-nbd-pipe.h"
 #include "nbd-proto.h"
 
+/* One direction of the relay, and the NBD stream it carries. */
 struct nbd_side {
   struct nbd_relay *nr;
-  enum nbd_dir dir;
+  enum nbd_dir dir;           /* up: NBD_C2S, down: NBD_S2C (nbd-framing.h) */
   struct buffer *buf;         /* a ring, or an NBD pipe (never with the guard) */
 };
 
@@ -25,7 +26,7 @@ struct nbd_relay {
   struct nbd_config config;
   char *label;                /* "" or "LABEL: " */
   struct nbd_framing *f;
-  struct nbd_side up, down;
+  struct nbd_side up, down;   /* local -> remote, remote -> local */
   GError *error;              /* the first violation */
   bool error_reported;        /* handed to the relay (buffer_violation) */
   gint64 started;
@@ -129,9 +130,9 @@ inspect_pipe (void *data, uint8_t *bytes, size_t n)
   return true;
 }
 
-/* The read-only guard's replies into the server -> client buffer, once the
- * server's stream is between messages.  Only the guard inserts, and it
- * always has a ring. */
+/* The read-only guard's replies into the down buffer, once the server's
+ * stream is between messages.  Only the guard inserts, and it always has a
+ * ring. */
 static void
 watch_settle (struct buffer *b)
 {
@@ -140,10 +141,10 @@ watch_settle (struct buffer *b)
   struct buffer *ring = b;
   struct nbd_step step;
 
-  if (side->dir != NBD_S2C)
+  if (side != &nr->down)
     return;
   while (nr->error == NULL &&
-         nbd_framing_feed (nr->f, NBD_S2C, NULL, 0, ring->size - ring->len, &step,
+         nbd_framing_feed (nr->f, side->dir, NULL, 0, ring->size - ring->len, &step,
                            &nr->error) &&
          step.n > 0) {
     ring_write (ring, ring->len, step.insert, step.n);
@@ -171,13 +172,13 @@ watch_violation (struct buffer *b)
 
 static void nbd_relay_print_stats (struct nbd_relay *nr, bool final);
 
-/* Once per connection: on the client -> server side. */
+/* Once per connection: on the up side. */
 static void
 watch_finish (struct buffer *b)
 {
   struct nbd_side *side = b->watcher_data;
 
-  if (side->dir == NBD_C2S)
+  if (side == &side->nr->up)
     nbd_relay_print_stats (side->nr, true);
 }
 

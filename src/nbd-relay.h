@@ -29,7 +29,7 @@ struct nbd_config {
 
 struct nbd_relay;
 
-/* Watch @up (client -> server) and @down (server -> client), both made by
+/* Watch @up (the NBD client's stream) and @down (the server's), both made by
  * buffer_new_for() with --nbd (or rings with NBD_RING_RESERVE extra
  * bytes): their fills feed the parser, and the relay reaches it through
  * the buffers' watcher (buffer.h): the guard's replies, the violation

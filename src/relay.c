@@ -77,8 +77,8 @@ pump_fail (struct pump *p, const char *action, const char *what, int err)
                label_prefix (relay), label_sep (relay), action, what,
                g_strerror (err), p->bytes, lost);
   p->failed = true;
-  /* The remote peer is gone completely: local's further bytes could only
-   * be dropped, so local is read no more (README.md, "End of stream"). */
+  /* The remote end's peer is gone completely: local's further bytes could
+   * only be dropped, so local is read no more (README.md, "End of stream"). */
   if (p == &relay->up && (err == EPIPE || err == ECONNRESET))
     p->src_done = true;
   buffer_discard (p->buf);
@@ -404,7 +404,8 @@ relay_settle (struct relay *relay)
   if (violation == NULL)
     violation = buffer_violation (relay->down.buf);
   if (violation) {
-    /* Both sides are closed at once: nothing more is worth delivering. */
+    /* Both ends are closed at once: nothing more is worth delivering.  A
+     * violation is NBD's, whose server is the remote end. */
     ferry_error ("%s%s%s (server: %s)", label_prefix (relay), label_sep (relay),
                  violation->message, relay->remote->name);
     relay->exit_code = violation->code;
@@ -426,7 +427,7 @@ relay_settle (struct relay *relay)
       relay->eof_timer = gsource_timer_new (relay->config.eof_wait, on_eof_wait_over, relay);
     }
   }
-  /* A remote EOF ends the download alone: the upload goes on until local
+  /* A remote EOF ends the down direction alone: up goes on until local
    * EOF (unless remote_eof_ends_local).  A remote peer gone completely
    * takes nothing more, and a local write side that failed will take no
    * answer: stop reading local at once, but still offer what was already
@@ -445,7 +446,7 @@ relay_settle (struct relay *relay)
   if (relay->down.failed && pump_finished (&relay->up))
     relay->down.src_done = true;
   if (pump_finished (&relay->up) && pump_finished (&relay->down)) {
-    /* Unless the far side still has to confirm what it was given. */
+    /* Unless an end's peer still has to confirm what it was given. */
     if (!(relay->up.dst_done && endpoint_delivering (relay->remote)) &&
         !(relay->down.dst_done && endpoint_delivering (relay->local))) {
       relay_finish (relay);

@@ -1,14 +1,24 @@
-/* ferry: a relay joins two endpoints with two one-way pumps.
+/* ferry: a relay joins two endpoints with two one-way pumps.  Many relays
+ * can share one main loop.
  *
- * "local" is the side ferry serves (its stdio, or an accepted connection);
- * "remote" is the address it reached.  Many relays can share one main loop.
+ * Vocabulary, used throughout src/:
+ *  - the two ends: "local" is the side ferry serves: its stdio, or with
+ *    -l ADDR TARGET each accepted connection (forward.c).  "remote" is the
+ *    other one: what ferry connected to (ADDRESS or TARGET: a socket, an
+ *    ssh:// channel, the NBD server), or what -l ADDR alone accepted.
+ *  - the two directions: "up" is local -> remote, "down" remote -> local.
+ *  - a "peer" is whatever program is across one endpoint, at either end.
+ *  - "client" and "server" name NBD roles only (nbd-framing.h): under --nbd
+ *    the local end is the NBD client, so up carries the client's stream.
+ *    The name "client" of forward's accepted endpoint and the command
+ *    line's TARGET are user-visible, so they stay.
  *
  * End-of-stream rules (README.md, "End of stream"); an EOF ends one
- * direction only, whichever side sends it:
+ * direction only, whichever end sends it:
  *  - local EOF: deliver what was read to remote, then half-close remote
- *    (unless half_close is false); keep relaying remote -> local.
+ *    (unless half_close is false); keep relaying down.
  *  - remote EOF: deliver what was read to local, then close local's write
- *    side; keep relaying local -> remote until local EOF.
+ *    side; keep relaying up until local EOF.
  *  - remote gone completely (endpoint_peer_gone: a UNIX socket's HUP, a
  *    reset, a closed ssh channel), or local's write side failed: stop
  *    reading local at once; what was read from it and cannot be delivered
@@ -60,7 +70,7 @@ struct relay *relay_new (struct endpoint *local, struct endpoint *remote,
                          relay_done_fn done, void *data);
 void relay_free (struct relay *relay);
 
-/* Stop reading both sides; deliver what is buffered, then half-close both
+/* Stop reading both ends; deliver what is buffered, then half-close both
  * destinations as at end of stream.  done follows once that is over (for
  * SIGTERM: let live relays finish what they hold). */
 void relay_drain (struct relay *relay);
@@ -73,7 +83,7 @@ void relay_print_stats (const struct relay *relay);
  * delivered)", then done with @exit_code.  Nothing if already finished. */
 void relay_abandon (struct relay *relay, const char *why, int exit_code);
 
-/* Bytes delivered so far, local -> remote and remote -> local (--progress
+/* Bytes delivered so far, up and down (--progress
  * reads them; the pumps keep them anyway). */
 void relay_get_bytes (const struct relay *relay, guint64 *up, guint64 *down);
 
