@@ -290,7 +290,11 @@ relay_finish (struct relay *relay)
                    "%s failed", label_prefix (relay), label_sep (relay), p->dropped,
                    p->src->name, endpoint_write_name (p->dst));
   }
+  /* Deferred to a dispatch of its own, at the priority of the traffic:
+   * at idle priority, busy relays beside it would hold a finished one,
+   * its fds and buffers, for as long as they stay busy. */
   relay->done_source = g_idle_source_new ();
+  g_source_set_priority (relay->done_source, G_PRIORITY_DEFAULT);
   g_source_set_callback (relay->done_source, report_done, relay, NULL);
   gsource_attach (relay->done_source);
 }
