@@ -51,7 +51,12 @@ while kill -0 "$dpid" 2>/dev/null; do
     printf '%7ss %10s %5s\n' $((SECONDS - start)) "$r" "$(fds)"
     for _ in $(seq $((interval * 10))); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
 done
-wait "$dpid" || { cat "$t/driver.out" >&2; echo "soak: the load driver failed" >&2; exit 1; }
+wait "$dpid" || {
+    cat "$t/driver.out" >&2
+    tail -n 5 "$t/ferry.err" >&2
+    echo "soak: the load driver failed" >&2
+    exit 1
+}
 sleep 1
 last=$(rss)
 printf '%7ss %10s %5s  (idle)\n' $((SECONDS - start)) "$last" "$(fds)"
