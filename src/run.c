@@ -75,10 +75,7 @@ run_stop (struct run *run, int signum)
     if (run->forward && forward_stop (run->forward, name, code))
       return;
     if (run->relay) {
-      run->drain_timer = g_timeout_source_new (MIN (run->options->drain_timeout,
-                                                    G_MAXUINT / 1000) * 1000);
-      g_source_set_callback (run->drain_timer, on_drain_timeout, run, NULL);
-      gsource_attach (run->drain_timer);
+      run->drain_timer = gsource_timer_new (run->options->drain_timeout, on_drain_timeout, run);
       relay_drain (run->relay);
       return;
     }
@@ -100,7 +97,7 @@ run_stop (struct run *run, int signum)
   }
   /* Nothing was read: a listener waiting for its connection. */
   if (!run->quitting)
-    ferry_error ("stopped by %s while waiting for a connection", name);
+    ferry_report ("stopped by %s while waiting for a connection", name);
   run_quit (run, FERRY_EXIT_OK);
 }
 
@@ -140,7 +137,7 @@ on_relay_done (struct relay *relay, int exit_code, void *data)
     g_clear_pointer (&run->drain_timer, gsource_release);
     /* A failure while draining was reported with its count. */
     if (exit_code == FERRY_EXIT_OK && !run->cutting)
-      ferry_error ("stopped by %s: every byte read was delivered", run->stop_signal);
+      ferry_report ("stopped by %s: every byte read was delivered", run->stop_signal);
     run_quit (run, exit_code == FERRY_EXIT_OK ? FERRY_EXIT_OK : run->stop_code);
     return;
   }
