@@ -53,6 +53,10 @@ gsource_release (GSource *source)
   GSource *idle = g_idle_source_new ();
 
   g_source_destroy (source);
+  /* A later dispatch is all the workaround needs; at idle priority a busy
+   * loop held every released source until it went quiet (forward-load:
+   * 2 MiB more RSS after 2000 connections in this build). */
+  g_source_set_priority (idle, G_PRIORITY_DEFAULT);
   g_source_set_callback (idle, unref_when_idle, source, NULL);
   g_source_attach (idle, context);
   g_source_unref (idle);
