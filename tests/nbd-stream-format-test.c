@@ -42,7 +42,8 @@ replay (const uint8_t *stream, size_t len, size_t piece, struct replay *r)
       switch (ev.kind) {
       case STREAM_EVENT_HEADER:
         g_byte_array_set_size (r->image, p.header.size);
-        memset (r->image->data, 0xAA, p.header.size);
+        if (p.header.size > 0)      /* data is NULL for a zero-size image */
+          memset (r->image->data, 0xAA, p.header.size);
         break;
       case STREAM_EVENT_DATA:
         g_assert_cmpuint (ev.offset + ev.length, <=, r->image->len);
