@@ -72,6 +72,8 @@ parse_tcp (struct address *a, const char *rest, GError **error)
   a->port = g_strdup (colon + 1);
   if (a->host[0] == '\0')
     return fail (error, a->text, "empty host");
+  if (strpbrk (a->host, "[]"))
+    return fail (error, a->text, "a host cannot contain '[' or ']'");
   if (!valid_port (a->port))
     return fail (error, a->text, "port must be 1-65535 or a service name");
   return true;

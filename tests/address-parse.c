@@ -106,6 +106,9 @@ test_malformed (void)
   parse_bad ("ssh://h/s%zz", "malformed %-escape in the socket path");
   parse_bad ("ssh://h/s?tcp=a:1", "give either a socket path or tcp=HOST:PORT, not both");
   parse_bad ("ssh://h?tcp=a", "expected HOST:PORT");
+  parse_bad ("ssh://h?tcp=[[v6]:1", "a host cannot contain '[' or ']'");
+  parse_bad ("tcp:[[v6]:1", "a host cannot contain '[' or ']'");
+  parse_bad ("tcp:a]:1", "a host cannot contain '[' or ']'");
   parse_bad ("ssh://h/s?proxy=maybe", "proxy= must be auto, direct or exec");
   parse_bad ("ssh://h/s?known_hosts_verify=no",
              "known_hosts_verify= must be normal, auto or ignore");
