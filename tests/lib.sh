@@ -18,9 +18,20 @@ cleanup_fn () {  # CMD ARGS...
     CLEANUP_FNS+=("$(printf '%q ' "$@")")
 }
 
+# Whether PID is still a child of this shell.  A tracked peer that ended
+# long ago may have had its PID reused (pid_max is 32768 here), perhaps by
+# another test's process: cleanup must not kill that one.
+our_child () {  # PID
+    local line
+    while read -r line; do
+        [[ $line == PPid:* ]] && { [ "${line#PPid:}" -eq $$ ]; return; }
+    done 2>/dev/null < "/proc/$1/status"
+    return 1
+}
+
 cleanup () {
     local i
-    for pid in $PIDS; do kill "$pid" 2>/dev/null || true; done
+    for pid in $PIDS; do our_child "$pid" && kill "$pid" 2>/dev/null || true; done
     for pid in $PIDS; do wait "$pid" 2>/dev/null || true; done
     for ((i = ${#CLEANUP_FNS[@]} - 1; i >= 0; i--)); do
         eval "${CLEANUP_FNS[i]}" || true
