@@ -22,7 +22,7 @@ rm -f "$T/server-got"
 reply_server unix "$T/reply"
 # (socat wants the colon escaped.)
 cat "$T/up" | within 10 socat -t 10 "UNIX-CONNECT:$T/s.sock" \
-    EXEC:"$FERRY fd\\:3",fdin=3,fdout=3 | cat > "$T/got"
+    EXEC:"$FERRY fd\\:3",fdin=3,fdout=3,end-close | cat > "$T/got"
 assert_eq 0 "${PIPESTATUS[1]}" "socat running ferry fd:3 exit code"
 assert_same_file "$T/up" "$T/server-got" "upload over the socketpair"
 assert_same_file "$T/reply" "$T/got" "reply over the socketpair"

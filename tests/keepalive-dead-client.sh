@@ -10,6 +10,9 @@ reexec_in_net_ns "$@"
 
 bg unshare -n sleep 600
 client_ns=$LAST_PID
+# unshare's PID names the new namespace only once it has called unshare(2).
+in_own_ns () { [ "$(readlink "/proc/$client_ns/ns/net")" != "$(readlink /proc/self/ns/net)" ]; }
+wait_until 10 in_own_ns
 in_client () { nsenter -t "$client_ns" -n "$@"; }
 ip link add ferry-server type veth peer name ferry-client 2>/dev/null ||
     skip "cannot create a veth pair"
