@@ -147,25 +147,12 @@ nbd_export_in_flight (const struct nbd_export *e)
   return n;
 }
 
-bool
-nbd_export_finish (struct nbd_export *e, bool flush, GError **error)
+void
+nbd_export_finish (struct nbd_export *e)
 {
-  bool ok = true;
-
-  for (unsigned i = 0; i < e->n_conns; i++) {
-    struct nbd_handle *nbd = e->conn[i].nbd;
-    if (!nbd_aio_is_ready (nbd))
-      continue;
-    /* Every connection: a server need not make one connection's writes
-     * durable through another's flush. */
-    if (flush && e->can_flush && nbd_flush (nbd, 0) == -1 && ok) {
-      g_set_error (error, FERRY_ERROR, FERRY_EXIT_NBD, "%s: flush failed: %s",
-                   e->name, nbd_get_error ());
-      ok = false;
-    }
-    nbd_shutdown (nbd, 0);
-  }
-  return ok;
+  for (unsigned i = 0; i < e->n_conns; i++)
+    if (nbd_aio_is_ready (e->conn[i].nbd))
+      nbd_shutdown (e->conn[i].nbd, 0);
 }
 
 void

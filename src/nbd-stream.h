@@ -88,8 +88,9 @@ bool nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *opt
 void nbd_export_close (struct nbd_export *e);
 /* The connection with the fewest commands in flight. */
 struct nbd_conn *nbd_export_pick (struct nbd_export *e);
-/* Flush (if the server can) and shut down every connection. */
-bool nbd_export_finish (struct nbd_export *e, bool flush, GError **error);
+/* Shut down every connection that is still up (the receiver flushed them
+ * on the main loop before). */
+void nbd_export_finish (struct nbd_export *e);
 unsigned nbd_export_in_flight (const struct nbd_export *e);
 
 /* nbd-aio-source.c: a GSource that drives @nbd; it calls @on_failure
@@ -121,6 +122,33 @@ int nbd_receive_main (const struct nbd_stream_options *options);
  * of the image's size), "data" and "zero", which @sample fills in. */
 struct progress *nbd_stream_progress_new (const struct nbd_stream_options *options,
                                           progress_sample_fn sample, void *data);
+
+/* Signals in the stream modes, by the relay's rules (README, Signals;
+ * the watch is signal-watch.h's, set up by nbd_send_main and
+ * nbd_receive_main). */
+enum nbd_stream_signal {
+  NBD_STREAM_SIGNAL_STATS,    /* SIGUSR1: the -v summary so far */
+  NBD_STREAM_SIGNAL_STOP,     /* the first SIGTERM, SIGINT or SIGHUP: take no
+                                 new work, let the commands in flight end
+                                 (the receiver then flushes) */
+  NBD_STREAM_SIGNAL_CUT,      /* a second signal, or SIGQUIT: end now */
+  NBD_STREAM_SIGNAL_IGNORE,   /* a signal after the cut */
+};
+
+struct nbd_stream_stop {
+  const char *first;          /* the first stopping signal's name; NULL before */
+  int code;                   /* the exit code: 128 + its number */
+  bool cut;                   /* NBD_STREAM_SIGNAL_CUT was given */
+};
+
+/* What @signum asks for.  For STOP and CUT, *@error (if NULL, or a
+ * signal's before) becomes "stopped by SIGTERM" or "stopped by SIGTERM,
+ * then SIGINT: exiting at once", with @stop->code, followed by
+ * @progress_fmt's text (how far the copy got, for the sender; "" for the
+ * receiver, which says it at the end). */
+enum nbd_stream_signal nbd_stream_on_signal (struct nbd_stream_stop *stop, int signum,
+                                             GError **error, const char *progress_fmt, ...)
+  G_GNUC_PRINTF (4, 5);
 
 /* The -v summary (nbd-stream.c). */
 void nbd_stream_print_summary (const char *mode, const struct nbd_stream_stats *stats,
