@@ -373,7 +373,7 @@ static const struct option {
   { "request-size", 0, GROUP_STREAM, parse_size, FIELD (options.stream.request_size), "BYTES",
     "NBD read/write request size (default 2M; within the server's limits)" },
   { "in-flight", 0, GROUP_STREAM, parse_size, FIELD (options.stream.in_flight), "BYTES",
-    "Bytes of NBD reads or writes in flight at most (default 64M)" },
+    "Bytes of image data held at most: reads, writes, the hash's backlog (default 32M)" },
 };
 G_STATIC_ASSERT (G_N_ELEMENTS (option_table) <= MAX_OPTIONS);
 

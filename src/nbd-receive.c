@@ -32,7 +32,7 @@
 /* A DATA record's (or a raw piece's) bytes, shared by its writes. */
 struct payload {
   unsigned refs;              /* the record's, each write's, and the hash's */
-  uint64_t length;
+  uint64_t size;              /* of @data, counted in the receiver's @held */
   struct receiver *receiver;
   uint8_t data[];
 };
@@ -75,7 +75,8 @@ struct receiver {
 
   GQueue commands;            /* struct command_req in flight, in offset order */
   uint64_t in_flight;         /* bytes of writes in flight */
-  uint64_t hash_backlog;      /* bytes queued for the hash worker */
+  uint64_t held;              /* payload bytes allocated, whether being read,
+                                 written or hashed: what --in-flight bounds */
   uint64_t in_flight_limit;
   uint64_t applied_to;        /* every record before it was issued */
   uint64_t complete;          /* every command before it succeeded */
@@ -104,17 +105,16 @@ set_failure (struct receiver *r, GError *error)
 static void
 payload_unref (struct payload *p)
 {
-  if (p && --p->refs == 0)
+  if (p && --p->refs == 0) {
+    p->receiver->held -= p->size;
     g_free (p);
+  }
 }
 
 static void
 hashed (void *data)
 {
-  struct payload *p = data;
-
-  p->receiver->hash_backlog -= p->length;
-  payload_unref (p);
+  payload_unref (data);
 }
 
 static int
@@ -183,10 +183,13 @@ issue_flushes (struct receiver *r)
     issue_on (r, &r->export.conn[i], CMD_FLUSH, r->applied_to, 0, NULL, NULL);
 }
 
+/* Room for another record of a request's size (or the one being read to
+ * go on), and for another command. */
 static bool
 has_room (struct receiver *r)
 {
-  return r->in_flight + r->hash_backlog < r->in_flight_limit &&
+  return (r->record || r->held == 0 ||
+          r->held + r->export.request_size <= r->in_flight_limit) &&
          nbd_export_in_flight (&r->export) <
            r->export.n_conns * NBD_STREAM_REQUESTS_PER_CONNECTION;
 }
@@ -263,8 +266,6 @@ apply_record (struct receiver *r, bool scan)
 
   if (r->hashing) {
     p->refs++;
-    p->length = len;
-    r->hash_backlog += len;
     blkhash_data_async (&r->hash, p->data, len, hashed, p);
   }
   if (!scan) {
@@ -300,7 +301,9 @@ start_record (struct receiver *r, uint64_t offset, uint64_t length)
 {
   r->record = g_malloc (sizeof *r->record + length);
   r->record->refs = 1;
+  r->record->size = length;
   r->record->receiver = r;
+  r->held += length;
   r->record_offset = offset;
   r->record_length = length;
   r->record_have = 0;

@@ -13,7 +13,8 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 size=$((256 * 1024 * 1024))
-# 64 reads of 2 MiB every 0.5 s: a signal comes before the end.
+# 16 reads of 2 MiB (32 MiB in flight) every 0.5 s: a signal comes long
+# before the end.
 serve src --filter=delay pattern size=$size rdelay=500ms
 serve ref pattern size=$size
 nbdcopy "$(uri ref)" "$T/src.raw"
