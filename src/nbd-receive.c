@@ -28,6 +28,9 @@
 #include "signal-watch.h"
 
 #define INPUT_SIZE (1024 * 1024)
+/* Between payloads: enough for many small records, little of a large
+ * payload, whose rest is then read straight into its record. */
+#define HEADER_READ (64 * 1024)
 
 /* A DATA record's (or a raw piece's) bytes, shared by its writes. */
 struct payload {
@@ -62,6 +65,7 @@ struct receiver {
   GSource *in_watch;          /* while stdin has nothing to read */
   bool in_eof;
   uint8_t *input;             /* INPUT_SIZE bytes read ahead */
+  const uint8_t *in_data;     /* what was read: @input, or the record's tail */
   size_t input_len, input_pos;
 
   struct stream_parser parser;
@@ -339,7 +343,7 @@ static void
 consume_stream (struct receiver *r)
 {
   struct stream_event ev;
-  size_t used = stream_parser_feed (&r->parser, r->input + r->input_pos,
+  size_t used = stream_parser_feed (&r->parser, r->in_data + r->input_pos,
                                     r->input_len - r->input_pos, &ev);
 
   r->input_pos += used;
@@ -350,9 +354,11 @@ consume_stream (struct receiver *r)
     check_header (r);
     break;
   case STREAM_EVENT_DATA:
-    if (ev.offset == ev.record_offset)
+    if (!r->record)
       start_record (r, ev.record_offset, ev.record_length);
-    memcpy (r->record->data + r->record_have, ev.data, ev.length);
+    /* Unless read_input put it there. */
+    if (ev.data != r->record->data + r->record_have)
+      memcpy (r->record->data + r->record_have, ev.data, ev.length);
     r->record_have += ev.length;
     if (r->record_have == r->record_length)
       apply_record (r, false);
@@ -398,7 +404,7 @@ consume_raw (struct receiver *r)
   if (!r->record)
     start_record (r, r->raw_pos, MIN (r->export.request_size, r->size - r->raw_pos));
   n = MIN (n, r->record_length - r->record_have);
-  memcpy (r->record->data + r->record_have, r->input + r->input_pos, n);
+  memcpy (r->record->data + r->record_have, r->in_data + r->input_pos, n);
   r->record_have += n;
   r->input_pos += n;
   r->raw_pos += n;
@@ -437,9 +443,24 @@ on_stdin_readable (gint fd, GIOCondition condition, gpointer data)
 static bool
 read_input (struct receiver *r)
 {
-  ssize_t n = read (r->in, r->input, INPUT_SIZE);
+  const struct stream_parser *p = &r->parser;
+  uint8_t *to = r->input;
+  size_t cap = INPUT_SIZE;
+  ssize_t n;
 
+  /* A payload goes straight into its record, saving a copy of every byte
+   * (as nbdcopy's readers fill the buffers they write from). */
+  if (!r->options->raw && p->state == STREAM_IN_PAYLOAD) {
+    if (!r->record)
+      start_record (r, p->record_offset, p->record_length);
+    to = r->record->data + r->record_have;
+    cap = p->payload_left;
+  } else if (!r->options->raw) {
+    cap = HEADER_READ;
+  }
+  n = read (r->in, to, cap);
   if (n > 0) {
+    r->in_data = to;
     r->input_len = n;
     r->input_pos = 0;
     r->stats.wire_bytes += n;
