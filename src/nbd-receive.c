@@ -567,13 +567,11 @@ on_signal (int signum, void *data)
 {
   struct receiver *r = data;
 
-  switch (nbd_stream_on_signal (&r->stop, signum, &r->error, "%s", "")) {
+  switch (nbd_stream_on_signal (&r->stop, signum, r->end_seen, &r->error, NULL)) {
   case NBD_STREAM_SIGNAL_STATS:
     nbd_stream_print_summary ("receive", &r->stats, NULL);
     break;
   case NBD_STREAM_SIGNAL_STOP:
-    if (r->end_seen && r->error->code == r->stop.code)
-      g_clear_error (&r->error);
     __atomic_store_n (&r->kicked, true, __ATOMIC_RELEASE);
     break;
   case NBD_STREAM_SIGNAL_CUT:

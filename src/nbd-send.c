@@ -608,7 +608,8 @@ mode_name (const struct sender *s)
 
 /* The first signal stops the reads and the writes at once (what was
  * written ends on a record's boundary, which the receiver reports as
- * complete), then waits for the reads in flight. */
+ * complete), then waits for the reads in flight.  One after the END
+ * record was written changes nothing. */
 static void
 on_signal (int signum, void *data)
 {
@@ -618,7 +619,7 @@ on_signal (int signum, void *data)
     : g_strdup_printf ("the image was sent up to offset %" PRIu64 " (%" PRIu64
                        " bytes written)", sent_to (s), s->stats.wire_bytes);
 
-  switch (nbd_stream_on_signal (&s->stop, signum, &s->error, "; %s", at)) {
+  switch (nbd_stream_on_signal (&s->stop, signum, s->finished, &s->error, at)) {
   case NBD_STREAM_SIGNAL_STATS:
     nbd_stream_print_summary (mode_name (s), &s->stats, NULL);
     break;

@@ -159,14 +159,13 @@ nbd_stream_print_summary (const char *mode, const struct nbd_stream_stats *st,
 }
 
 enum nbd_stream_signal
-nbd_stream_on_signal (struct nbd_stream_stop *stop, int signum, GError **error,
-                      const char *progress_fmt, ...)
+nbd_stream_on_signal (struct nbd_stream_stop *stop, int signum, bool complete,
+                      GError **error, const char *where)
 {
   const char *name = signal_watch_name (signum);
   bool first = stop->first == NULL;
   enum nbd_stream_signal action;
-  g_autofree char *why = NULL, *progress = NULL;
-  va_list args;
+  g_autofree char *why = NULL;
 
   if (signum == SIGUSR1)
     return NBD_STREAM_SIGNAL_STATS;
@@ -186,12 +185,11 @@ nbd_stream_on_signal (struct nbd_stream_stop *stop, int signum, GError **error,
                 : g_strdup_printf ("stopped by %s, then %s: exiting at once", stop->first, name);
   }
   /* A failure before the signal is the one to report. */
-  if (*error == NULL || (*error)->code == stop->code) {
-    va_start (args, progress_fmt);
-    progress = g_strdup_vprintf (progress_fmt, args);
-    va_end (args);
+  if ((*error == NULL || (*error)->code == stop->code) &&
+      !(action == NBD_STREAM_SIGNAL_STOP && complete)) {
     g_clear_error (error);
-    *error = g_error_new (FERRY_ERROR, stop->code, "%s%s", why, progress);
+    *error = g_error_new (FERRY_ERROR, stop->code, "%s%s%s", why, where ? "; " : "",
+                          where ? where : "");
   }
   return action;
 }

@@ -147,12 +147,12 @@ struct nbd_stream_stop {
 
 /* What @signum asks for.  For STOP and CUT, *@error (if NULL, or a
  * signal's before) becomes "stopped by SIGTERM" or "stopped by SIGTERM,
- * then SIGINT: exiting at once", with @stop->code, followed by
- * @progress_fmt's text (how far the copy got, for the sender; "" for the
- * receiver, which says it at the end). */
+ * then SIGINT: exiting at once", with @stop->code, and then "; @where"
+ * (how far the copy got) if not NULL.  A STOP once the copy is @complete
+ * (only its end is left) sets no error. */
 enum nbd_stream_signal nbd_stream_on_signal (struct nbd_stream_stop *stop, int signum,
-                                             GError **error, const char *progress_fmt, ...)
-  G_GNUC_PRINTF (4, 5);
+                                             bool complete, GError **error,
+                                             const char *where);
 
 /* The -v summary (nbd-stream.c). */
 void nbd_stream_print_summary (const char *mode, const struct nbd_stream_stats *stats,

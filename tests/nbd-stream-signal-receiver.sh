@@ -8,7 +8,8 @@
 #    destination agrees; exit 128 + the signal;
 #  - SIGUSR1 meanwhile prints the -v summary so far (the test waits on it);
 #  - a second signal while writes are slow to end: out at once, one line,
-#    "(not flushed)".
+#    "(not flushed)";
+#  - a signal after the END record changes nothing: exit 0 at EOF.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 size=$((32 * 1024 * 1024))
@@ -27,6 +28,7 @@ feed () {  # DST BYTES
     rm -f "$T/fifo"
     mkfifo "$T/fifo"
     sh -c 'head -c "$1" "$2"; exec sleep 60' sh "$2" "$T/s.stream" > "$T/fifo" & track $!
+    writer=$!
     "$FERRY" --nbd-receive="$(uri "$1")" < "$T/fifo" 2> "$T/err" & track $!
     receiver=$!
     wait_until 10 catches_signals "$receiver"
@@ -73,3 +75,16 @@ last=$(tail -1 "$T/err")
 [ "$took" -lt 2000 ] || fail "a second signal took $took ms"
 nbdcopy "$(uri slow)" "$T/dst.raw"
 cmp -n "${BASH_REMATCH[1]}" "$T/src.raw" "$T/dst.raw" || fail "not complete up to ${BASH_REMATCH[1]}"
+
+# The whole stream, END included, its writer still open: SIGTERM then EOF.
+serve whole memory size=$size
+feed whole "$len"
+kill -TERM "$receiver"
+sleep 0.3
+kill "$writer"
+set +e
+wait_exit 10 "$receiver"; rc=$?
+set -e
+assert_eq 0 "$rc" "exit code after a signal once END was read"
+nbdcopy "$(uri whole)" "$T/whole.raw"
+cmp "$T/src.raw" "$T/whole.raw" || fail "the copy signalled after END differs"
