@@ -608,8 +608,8 @@ nbd_receive_main (const struct nbd_stream_options *options)
 
   signal (SIGPIPE, SIG_IGN);
   r.loop = g_main_loop_new (NULL, FALSE);
-  /* From the start: a signal while connecting ends the connect (libnbd
-   * fails on EINTR) with a message, not in silence. */
+  /* From the start: a signal while connecting ends ferry with a message
+   * (nbd_export_open), not in silence. */
   signals = signal_watch_new (on_signal, &r);
   r.export.kicked = &r.kicked;
   if (!nbd_export_open (&r.export, options, options->receive, true, &error)) {

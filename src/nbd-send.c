@@ -648,8 +648,8 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
 
   signal (SIGPIPE, SIG_IGN);
   s.loop = g_main_loop_new (NULL, FALSE);
-  /* From the start: a signal while connecting ends the connect (libnbd
-   * fails on EINTR) with a message, not in silence. */
+  /* From the start: a signal while connecting ends ferry with a message
+   * (nbd_export_open), not in silence. */
   signals = signal_watch_new (on_signal, &s);
   s.export.kicked = &s.kicked;
   if (!nbd_export_open (&s.export, options, uri, false, &error)) {

@@ -11,6 +11,7 @@
 #include "gsource-release.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
+#include "signal-watch.h"
 
 static void
 on_conn_failure (void *data, const char *reason)
@@ -82,16 +83,15 @@ choose_request_size (struct nbd_export *e, struct nbd_handle *nbd, uint64_t want
   return true;
 }
 
-bool
-nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
-                 const char *uri, bool writing, GError **error)
+static bool
+open_export (struct nbd_export *e, const struct nbd_stream_options *options,
+             const char *uri, bool writing, GError **error)
 {
   struct nbd_handle *nbd;
   int64_t size;
   unsigned want = options->connections ? (unsigned) options->connections
                                        : NBD_STREAM_MAX_CONNECTIONS;
 
-  e->name = options->command ? options->command[0] : uri;
   nbd = connect_one (e, options, uri, writing, error);
   if (nbd == NULL)
     return false;
@@ -124,6 +124,23 @@ nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
     attach (e, nbd);
   }
   return true;
+}
+
+bool
+nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
+                 const char *uri, bool writing, GError **error)
+{
+  g_autofree char *connecting = NULL;
+  bool ok;
+
+  e->name = options->command ? options->command[0] : uri;
+  /* libnbd's connect retries its poll on EINTR: a server that never
+   * answers would make SIGTERM wait for ever.  Nothing is written yet. */
+  connecting = g_strdup_printf (" while connecting to %s\n", e->name);
+  signal_watch_exit_on_stop (connecting);
+  ok = open_export (e, options, uri, writing, error);
+  signal_watch_exit_on_stop (NULL);
+  return ok;
 }
 
 struct nbd_conn *

@@ -8,14 +8,16 @@
 #    signal;
 #  - a second signal while reads are slow to end, or SIGQUIT: out at once,
 #    one line;
+#  - a signal while the server has not finished the handshake: that is
+#    said, and the exit code is the signal's;
 #  - --nbd-digest whose reader is gone: a message and exit 4, not a
 #    silent exit 0.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 size=$((256 * 1024 * 1024))
-# 16 reads of 2 MiB (32 MiB in flight) every 0.5 s: a signal comes long
+# 16 reads of 2 MiB (32 MiB in flight) every 0.3 s: a signal comes long
 # before the end.
-serve src --filter=delay pattern size=$size rdelay=500ms
+serve src --filter=delay pattern size=$size rdelay=300ms
 serve ref pattern size=$size
 nbdcopy "$(uri ref)" "$T/src.raw"
 
@@ -64,7 +66,7 @@ done
 serve slow -t 1 --filter=delay pattern size=$size rdelay=5
 for sigs in "TERM INT" QUIT; do
     start_sender slow
-    sleep 0.5
+    wait_until 10 stream_bigger 0      # connected: the stream's header is out
     start=$(now_ms)
     for sig in $sigs; do kill -"$sig" "$sender"; sleep 0.3; done
     set +e
@@ -87,9 +89,24 @@ kill -TERM "$sender"
 set +e
 wait_exit 10 "$sender"; rc=$?
 set -e
-assert_ferry_error 143 "$rc" "$T/err" "stopped by SIGTERM; the image was read up to offset "
+# (The signal may come while it connects: then it says so.)
+assert_ferry_error 143 "$rc" "$T/err" "stopped by SIGTERM"
+grep -qE "^ferry: stopped by SIGTERM(; the image was read up to offset [0-9]+| while connecting to $(uri src))$" \
+    "$T/err" || fail "--nbd-digest's line: $(cat "$T/err")"
 set +e
 "$FERRY" --nbd-digest="$(uri ref)" 2> "$T/err" | true
 rc=${PIPESTATUS[0]}
 set -e
 assert_ferry_error 4 "$rc" "$T/err" "cannot write the digest to stdout: Broken pipe"
+
+# A server slow to open the export: the signal ends the handshake.
+serve hang --filter=delay pattern size=$size delay-open=10
+start_sender hang
+sleep 0.3
+kill -HUP "$sender"
+set +e
+wait_exit 5 "$sender"; rc=$?
+set -e
+assert_eq 129 "$rc" "exit code after SIGHUP while connecting"
+assert_eq "ferry: stopped by SIGHUP while connecting to $(uri hang)" "$(cat "$T/err")" \
+    "the line after SIGHUP while connecting"
