@@ -167,9 +167,15 @@ nbd_export_in_flight (const struct nbd_export *e)
 void
 nbd_export_finish (struct nbd_export *e)
 {
+  /* nbd_shutdown waits for the server to close, as a connect waits. */
+  g_autofree char *disconnecting = g_strdup_printf (" while disconnecting from %s\n",
+                                                    e->name);
+
+  signal_watch_exit_on_stop (disconnecting);
   for (unsigned i = 0; i < e->n_conns; i++)
     if (nbd_aio_is_ready (e->conn[i].nbd))
       nbd_shutdown (e->conn[i].nbd, 0);
+  signal_watch_exit_on_stop (NULL);
 }
 
 void

@@ -9,7 +9,8 @@
 #  - SIGUSR1 meanwhile prints the -v summary so far (the test waits on it);
 #  - a second signal while writes are slow to end: out at once, one line,
 #    "(not flushed)";
-#  - a signal after the END record changes nothing: exit 0 at EOF.
+#  - a signal after the END record changes nothing: exit 0 at EOF;
+#  - one while a server is slow to close (after the copy): out at once.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 size=$((32 * 1024 * 1024))
@@ -88,3 +89,20 @@ set -e
 assert_eq 0 "$rc" "exit code after a signal once END was read"
 nbdcopy "$(uri whole)" "$T/whole.raw"
 cmp "$T/src.raw" "$T/whole.raw" || fail "the copy signalled after END differs"
+
+# A destination slow to close after the copy (nbdkit's delay-close, 10 s
+# per connection): a signal ends the wait at once.
+serve lingering --filter=delay memory size=$size delay-close=10
+lingering=$LAST_PID
+"$FERRY" --nbd-receive="$(uri lingering)" < "$T/s.stream" 2> "$T/err" & track $!
+receiver=$!
+wait_until 10 catches_signals "$receiver"
+sleep 1                                 # 32 MiB applied by then
+kill -TERM "$receiver"
+set +e
+wait_exit 3 "$receiver"; rc=$?
+set -e
+assert_eq 143 "$rc" "exit code after SIGTERM while disconnecting"
+assert_eq "ferry: stopped by SIGTERM while disconnecting from $(uri lingering)" "$(cat "$T/err")" \
+    "the line after SIGTERM while disconnecting"
+kill -9 "$lingering"                    # not 10 s more for its close
