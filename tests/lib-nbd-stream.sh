@@ -76,3 +76,12 @@ catches_signals () {  # PID
 
 # Milliseconds since the epoch, to time a signal's effect.
 now_ms () { date +%s%3N; }
+
+# Wait up to SECS for PID to exit (wait_exit) and leave its exit status,
+# however bad, in $rc.
+wait_rc () {  # SECS PID
+    set +e
+    wait_exit "$1" "$2"
+    rc=$?
+    set -e
+}

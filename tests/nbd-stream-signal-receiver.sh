@@ -45,9 +45,7 @@ for sig in TERM INT HUP; do
     [ "$want" -gt 0 ] || fail "no whole record in the first $cut bytes"
     feed "dst$i" "$cut"
     kill -"$sig" "$receiver"
-    set +e
-    wait_exit 10 "$receiver"; rc=$?
-    set -e
+    wait_rc 10 "$receiver"
     assert_eq $((128 + $(kill -l "$sig"))) "$rc" "exit code after SIG$sig"
     assert_eq "ferry: stopped by SIG$sig; $(uri "dst$i") is complete up to offset $want (flushed)" \
         "$(tail -1 "$T/err")" "the last line after SIG$sig"
@@ -65,9 +63,7 @@ kill -TERM "$receiver"
 sleep 0.3
 start=$(now_ms)
 kill -INT "$receiver"
-set +e
-wait_exit 10 "$receiver"; rc=$?
-set -e
+wait_rc 10 "$receiver"
 took=$(($(now_ms) - start))
 assert_eq 143 "$rc" "exit code after SIGTERM, then SIGINT"
 last=$(tail -1 "$T/err")
@@ -83,9 +79,7 @@ feed whole "$len"
 kill -TERM "$receiver"
 sleep 0.3
 kill "$writer"
-set +e
-wait_exit 10 "$receiver"; rc=$?
-set -e
+wait_rc 10 "$receiver"
 assert_eq 0 "$rc" "exit code after a signal once END was read"
 nbdcopy "$(uri whole)" "$T/whole.raw"
 cmp "$T/src.raw" "$T/whole.raw" || fail "the copy signalled after END differs"
@@ -99,9 +93,7 @@ receiver=$!
 wait_until 10 catches_signals "$receiver"
 sleep 1                                 # 32 MiB applied by then
 kill -TERM "$receiver"
-set +e
-wait_exit 3 "$receiver"; rc=$?
-set -e
+wait_rc 3 "$receiver"
 assert_eq 143 "$rc" "exit code after SIGTERM while disconnecting"
 assert_eq "ferry: stopped by SIGTERM while disconnecting from $(uri lingering)" "$(cat "$T/err")" \
     "the line after SIGTERM while disconnecting"

@@ -34,9 +34,7 @@ for sig in TERM INT HUP; do
     start_sender src
     wait_until 10 stream_bigger $((4 * 1024 * 1024))
     kill -"$sig" "$sender"
-    set +e
-    wait_exit 10 "$sender"; rc=$?
-    set -e
+    wait_rc 10 "$sender"
     assert_eq $((128 + $(kill -l "$sig"))) "$rc" "exit code after SIG$sig"
     last=$(tail -1 "$T/err")
     [[ $last =~ ^"ferry: stopped by SIG$sig; the image was sent up to offset "([0-9]+)" ("([0-9]+)" bytes written)"$ ]] ||
@@ -69,9 +67,7 @@ for sigs in "TERM INT" QUIT; do
     wait_until 10 stream_bigger 0      # connected: the stream's header is out
     start=$(now_ms)
     for sig in $sigs; do kill -"$sig" "$sender"; sleep 0.3; done
-    set +e
-    wait_exit 10 "$sender"; rc=$?
-    set -e
+    wait_rc 10 "$sender"
     took=$(($(now_ms) - start))
     case $sigs in
     QUIT) code=131 why="SIGQUIT" ;;
@@ -86,9 +82,7 @@ done
 # --nbd-digest: a signal says how far it read; its reader gone is an error.
 start_sender src --nbd-digest
 kill -TERM "$sender"
-set +e
-wait_exit 10 "$sender"; rc=$?
-set -e
+wait_rc 10 "$sender"
 # (The signal may come while it connects: then it says so.)
 assert_ferry_error 143 "$rc" "$T/err" "stopped by SIGTERM"
 grep -qE "^ferry: stopped by SIGTERM(; the image was read up to offset [0-9]+| while connecting to $(uri src))$" \
@@ -104,9 +98,7 @@ serve hang --filter=delay pattern size=$size delay-open=10
 start_sender hang
 sleep 0.3
 kill -HUP "$sender"
-set +e
-wait_exit 5 "$sender"; rc=$?
-set -e
+wait_rc 5 "$sender"
 assert_eq 129 "$rc" "exit code after SIGHUP while connecting"
 assert_eq "ferry: stopped by SIGHUP while connecting to $(uri hang)" "$(cat "$T/err")" \
     "the line after SIGHUP while connecting"
