@@ -65,6 +65,9 @@ static const char description[] =
   "  byte read was delivered, else one line with the count and 128+signal\n"
   "  (143, 130, 129).  A second signal, or SIGQUIT (131), gives up at once\n"
   "  with the count.  SIGUSR1 prints each live relay's statistics.\n"
+  "  --nbd-receive: the writes in flight end, every connection is flushed,\n"
+  "  and one line says how far DEST is complete; --nbd-send says how far it\n"
+  "  sent; both exit 128+signal.  A second signal, or SIGQUIT, at once.\n"
   "\n"
   "Socket activation (systemd, or nbdcopy/nbdinfo '[ CMD ]'):\n"
   "  when LISTEN_PID is ferry's pid, 'ferry [OPTIONS] TARGET' accepts on the\n"
@@ -92,7 +95,8 @@ static const char description[] =
   "  truncated stream, 22 digest mismatch, 23 destination too small\n"
   "  (--nbd-send, --nbd-receive, --nbd-digest),\n"
   "  7 ssh host key unknown or changed, 8 ssh authentication failed,\n"
-  "  129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM (bytes were lost).\n"
+  "  129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM (bytes were lost,\n"
+  "  or a stream mode's copy was stopped).\n"
   "  In ssh exec mode a remote helper's non-zero\n"
   "  exit status becomes ferry's.\n";
 
@@ -369,7 +373,7 @@ static const struct option {
   { "request-size", 0, GROUP_STREAM, parse_size, FIELD (options.stream.request_size), "BYTES",
     "NBD read/write request size (default 2M; within the server's limits)" },
   { "in-flight", 0, GROUP_STREAM, parse_size, FIELD (options.stream.in_flight), "BYTES",
-    "Bytes of NBD reads or writes in flight at most (default 64M)" },
+    "Bytes of image data held at most: reads, writes, the hash's backlog (default 32M)" },
 };
 G_STATIC_ASSERT (G_N_ELEMENTS (option_table) <= MAX_OPTIONS);
 

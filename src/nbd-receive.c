@@ -25,20 +25,24 @@
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 #include "progress.h"
+#include "signal-watch.h"
 
 #define INPUT_SIZE (1024 * 1024)
+/* Between payloads: enough for many small records, little of a large
+ * payload, whose rest is then read straight into its record. */
+#define HEADER_READ (64 * 1024)
 
 /* A DATA record's (or a raw piece's) bytes, shared by its writes. */
 struct payload {
   unsigned refs;              /* the record's, each write's, and the hash's */
-  uint64_t length;
+  uint64_t size;              /* of @data, counted in the receiver's @held */
   struct receiver *receiver;
   uint8_t data[];
 };
 
-enum command { CMD_WRITE, CMD_ZERO, CMD_WRITE_ZEROS };
+enum command { CMD_WRITE, CMD_ZERO, CMD_WRITE_ZEROS, CMD_FLUSH };
 
-static const char *const command_names[] = { "write", "zero", "write (of zeros)" };
+static const char *const command_names[] = { "write", "zero", "write (of zeros)", "flush" };
 
 /* One NBD command in flight, in offset order. */
 struct command_req {
@@ -61,6 +65,7 @@ struct receiver {
   GSource *in_watch;          /* while stdin has nothing to read */
   bool in_eof;
   uint8_t *input;             /* INPUT_SIZE bytes read ahead */
+  const uint8_t *in_data;     /* what was read: @input, or the record's tail */
   size_t input_len, input_pos;
 
   struct stream_parser parser;
@@ -74,17 +79,21 @@ struct receiver {
 
   GQueue commands;            /* struct command_req in flight, in offset order */
   uint64_t in_flight;         /* bytes of writes in flight */
-  uint64_t hash_backlog;      /* bytes queued for the hash worker */
+  uint64_t held;              /* payload bytes allocated, whether being read,
+                                 written or hashed: what --in-flight bounds */
   uint64_t in_flight_limit;
   uint64_t applied_to;        /* every record before it was issued */
   uint64_t complete;          /* every command before it succeeded */
   bool complete_frozen;       /* a command failed: @complete stays */
+  bool flushing;              /* the end: the flushes were issued */
+  bool flush_failed;
 
   struct blkhash hash;
   bool hashing;
   unsigned char digest[BLKHASH_SIZE];
   struct nbd_stream_stats stats;
   struct progress *progress;  /* --progress, or NULL */
+  struct nbd_stream_stop stop;   /* a signal's (nbd_stream_on_signal) */
   GError *error;              /* the first failure: the pipeline drains */
 };
 
@@ -100,17 +109,16 @@ set_failure (struct receiver *r, GError *error)
 static void
 payload_unref (struct payload *p)
 {
-  if (p && --p->refs == 0)
+  if (p && --p->refs == 0) {
+    p->receiver->held -= p->size;
     g_free (p);
+  }
 }
 
 static void
 hashed (void *data)
 {
-  struct payload *p = data;
-
-  p->receiver->hash_backlog -= p->length;
-  payload_unref (p);
+  payload_unref (data);
 }
 
 static int
@@ -126,8 +134,8 @@ command_done (void *data, int *error)
 }
 
 static void
-issue (struct receiver *r, enum command command, uint64_t offset, uint64_t length,
-       struct payload *payload, const uint8_t *data)
+issue_on (struct receiver *r, struct nbd_conn *conn, enum command command, uint64_t offset,
+          uint64_t length, struct payload *payload, const uint8_t *data)
 {
   struct command_req *c = g_new0 (struct command_req, 1);
   nbd_completion_callback done = { .callback = command_done, .user_data = c };
@@ -137,7 +145,7 @@ issue (struct receiver *r, enum command command, uint64_t offset, uint64_t lengt
   c->command = command;
   c->offset = offset;
   c->length = length;
-  c->conn = nbd_export_pick (&r->export);
+  c->conn = conn;
   c->conn->in_flight++;
   if (payload) {
     c->payload = payload;
@@ -148,6 +156,8 @@ issue (struct receiver *r, enum command command, uint64_t offset, uint64_t lengt
   if (command == CMD_ZERO)
     cookie = nbd_aio_zero (c->conn->nbd, length, offset, done,
                            r->options->allocated ? LIBNBD_CMD_FLAG_NO_HOLE : 0);
+  else if (command == CMD_FLUSH)
+    cookie = nbd_aio_flush (c->conn->nbd, done, 0);
   else
     cookie = nbd_aio_pwrite (c->conn->nbd, data, length, offset, done, 0);
   if (cookie == -1) {
@@ -159,10 +169,31 @@ issue (struct receiver *r, enum command command, uint64_t offset, uint64_t lengt
   nbd_stream_sample_in_flight (&r->stats, r->in_flight);
 }
 
+static void
+issue (struct receiver *r, enum command command, uint64_t offset, uint64_t length,
+       struct payload *payload, const uint8_t *data)
+{
+  issue_on (r, nbd_export_pick (&r->export), command, offset, length, payload, data);
+}
+
+/* Once nothing else is in flight, even after a failure: every connection,
+ * as a server need not make one connection's writes durable through
+ * another's flush.  On the main loop, so that a second signal cuts it. */
+static void
+issue_flushes (struct receiver *r)
+{
+  r->flushing = true;
+  for (unsigned i = 0; r->export.can_flush && i < r->export.n_conns; i++)
+    issue_on (r, &r->export.conn[i], CMD_FLUSH, r->applied_to, 0, NULL, NULL);
+}
+
+/* Room for another record of a request's size (or the one being read to
+ * go on), and for another command. */
 static bool
 has_room (struct receiver *r)
 {
-  return r->in_flight + r->hash_backlog < r->in_flight_limit &&
+  return (r->record || r->held == 0 ||
+          r->held + r->export.request_size <= r->in_flight_limit) &&
          nbd_export_in_flight (&r->export) <
            r->export.n_conns * NBD_STREAM_REQUESTS_PER_CONNECTION;
 }
@@ -239,8 +270,6 @@ apply_record (struct receiver *r, bool scan)
 
   if (r->hashing) {
     p->refs++;
-    p->length = len;
-    r->hash_backlog += len;
     blkhash_data_async (&r->hash, p->data, len, hashed, p);
   }
   if (!scan) {
@@ -276,7 +305,9 @@ start_record (struct receiver *r, uint64_t offset, uint64_t length)
 {
   r->record = g_malloc (sizeof *r->record + length);
   r->record->refs = 1;
+  r->record->size = length;
   r->record->receiver = r;
+  r->held += length;
   r->record_offset = offset;
   r->record_length = length;
   r->record_have = 0;
@@ -312,7 +343,7 @@ static void
 consume_stream (struct receiver *r)
 {
   struct stream_event ev;
-  size_t used = stream_parser_feed (&r->parser, r->input + r->input_pos,
+  size_t used = stream_parser_feed (&r->parser, r->in_data + r->input_pos,
                                     r->input_len - r->input_pos, &ev);
 
   r->input_pos += used;
@@ -323,9 +354,11 @@ consume_stream (struct receiver *r)
     check_header (r);
     break;
   case STREAM_EVENT_DATA:
-    if (ev.offset == ev.record_offset)
+    if (!r->record)
       start_record (r, ev.record_offset, ev.record_length);
-    memcpy (r->record->data + r->record_have, ev.data, ev.length);
+    /* Unless read_input put it there. */
+    if (ev.data != r->record->data + r->record_have)
+      memcpy (r->record->data + r->record_have, ev.data, ev.length);
     r->record_have += ev.length;
     if (r->record_have == r->record_length)
       apply_record (r, false);
@@ -371,7 +404,7 @@ consume_raw (struct receiver *r)
   if (!r->record)
     start_record (r, r->raw_pos, MIN (r->export.request_size, r->size - r->raw_pos));
   n = MIN (n, r->record_length - r->record_have);
-  memcpy (r->record->data + r->record_have, r->input + r->input_pos, n);
+  memcpy (r->record->data + r->record_have, r->in_data + r->input_pos, n);
   r->record_have += n;
   r->input_pos += n;
   r->raw_pos += n;
@@ -410,9 +443,24 @@ on_stdin_readable (gint fd, GIOCondition condition, gpointer data)
 static bool
 read_input (struct receiver *r)
 {
-  ssize_t n = read (r->in, r->input, INPUT_SIZE);
+  const struct stream_parser *p = &r->parser;
+  uint8_t *to = r->input;
+  size_t cap = INPUT_SIZE;
+  ssize_t n;
 
+  /* A payload goes straight into its record, saving a copy of every byte
+   * (as nbdcopy's readers fill the buffers they write from). */
+  if (!r->options->raw && p->state == STREAM_IN_PAYLOAD) {
+    if (!r->record)
+      start_record (r, p->record_offset, p->record_length);
+    to = r->record->data + r->record_have;
+    cap = p->payload_left;
+  } else if (!r->options->raw) {
+    cap = HEADER_READ;
+  }
+  n = read (r->in, to, cap);
   if (n > 0) {
+    r->in_data = to;
     r->input_len = n;
     r->input_pos = 0;
     r->stats.wire_bytes += n;
@@ -469,7 +517,11 @@ retire (struct receiver *r)
 
   while ((c = g_queue_peek_head (&r->commands)) && c->done) {
     g_queue_pop_head (&r->commands);
-    if (c->error) {
+    if (c->error && c->command == CMD_FLUSH) {
+      set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD, "%s: flush failed: %s",
+                                   r->export.name, g_strerror (c->error)));
+      r->flush_failed = true;
+    } else if (c->error) {
       set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
                                    "%s: %s at offset %" PRIu64 " (%" PRIu64 " bytes) "
                                    "failed: %s", r->export.name, command_names[c->command],
@@ -495,13 +547,39 @@ pump (gpointer data)
   if (r->hashing)
     blkhash_collect (&r->hash);
   retire (r);
-  work (r);
+  if (!r->flushing)
+    work (r);
   retire (r);
-  if (g_queue_is_empty (&r->commands) || r->export.lost) {
-    if (r->error || (r->end_seen && r->in_eof && r->zero_pos == r->zero_end))
-      g_main_loop_quit (r->loop);
-  }
+  if (!r->flushing && !r->export.lost && g_queue_is_empty (&r->commands) &&
+      (r->error || (r->end_seen && r->in_eof && r->zero_pos == r->zero_end)))
+    issue_flushes (r);
+  if (r->export.lost || (r->flushing && g_queue_is_empty (&r->commands)))
+    g_main_loop_quit (r->loop);
   return G_SOURCE_CONTINUE;
+}
+
+/* The first signal stops reading the stream; the commands in flight end
+ * and every connection is flushed, so that the offset reported complete
+ * is durable.  One after the END record changes nothing: only the flush
+ * is left. */
+static void
+on_signal (int signum, void *data)
+{
+  struct receiver *r = data;
+
+  switch (nbd_stream_on_signal (&r->stop, signum, r->end_seen, &r->error, NULL)) {
+  case NBD_STREAM_SIGNAL_STATS:
+    nbd_stream_print_summary ("receive", &r->stats, NULL);
+    break;
+  case NBD_STREAM_SIGNAL_STOP:
+    __atomic_store_n (&r->kicked, true, __ATOMIC_RELEASE);
+    break;
+  case NBD_STREAM_SIGNAL_CUT:
+    g_main_loop_quit (r->loop);
+    break;
+  case NBD_STREAM_SIGNAL_IGNORE:
+    break;
+  }
 }
 
 /* --progress (nbd_stream_progress_new): the image applied in offset
@@ -523,17 +601,24 @@ nbd_receive_main (const struct nbd_stream_options *options)
   struct receiver r = { .options = options, .in = STDIN_FILENO };
   g_autoptr (GError) error = NULL;
   GSource *kick;
+  struct signal_watch *signals;
   int rc = FERRY_EXIT_OK, flags;
+  bool flushed;
   char hex[2 * BLKHASH_SIZE + 1] = "";
 
   signal (SIGPIPE, SIG_IGN);
+  r.loop = g_main_loop_new (NULL, FALSE);
+  /* From the start: a signal while connecting ends ferry with a message
+   * (nbd_export_open), not in silence. */
+  signals = signal_watch_new (on_signal, &r);
   r.export.kicked = &r.kicked;
   if (!nbd_export_open (&r.export, options, options->receive, true, &error)) {
     ferry_error ("%s", error->message);
     nbd_export_close (&r.export);
+    signal_watch_free (signals);
+    g_main_loop_unref (r.loop);
     return error->code;
   }
-  r.loop = g_main_loop_new (NULL, FALSE);
   r.input = g_malloc (INPUT_SIZE);
   r.in_flight_limit = options->in_flight;
   g_queue_init (&r.commands);
@@ -546,6 +631,7 @@ nbd_receive_main (const struct nbd_stream_options *options)
     if (r.hashing)
       blkhash_start_worker (&r.hash, &r.kicked);
   }
+  /* Restored at the end: the open file description is our parent's too. */
   flags = fcntl (r.in, F_GETFL);
   if (flags >= 0)
     fcntl (r.in, F_SETFL, flags | O_NONBLOCK);
@@ -557,10 +643,13 @@ nbd_receive_main (const struct nbd_stream_options *options)
   gsource_release (kick);
   if (r.in_watch)
     gsource_release (r.in_watch);
+  if (flags >= 0)
+    fcntl (r.in, F_SETFL, flags);
 
-  /* Whatever was written, even before a failure, is made durable. */
-  if (!r.export.lost && !nbd_export_finish (&r.export, true, &error))
-    set_failure (&r, g_steal_pointer (&error));
+  flushed = r.flushing && g_queue_is_empty (&r.commands) && !r.flush_failed;
+  if (!r.export.lost && !r.stop.cut)
+    nbd_export_finish (&r.export);
+  signal_watch_free (signals);
   if (!r.complete_frozen && g_queue_is_empty (&r.commands))
     r.complete = r.applied_to;
   g_clear_pointer (&r.progress, progress_finish);
@@ -571,11 +660,13 @@ nbd_receive_main (const struct nbd_stream_options *options)
   }
   if (r.error) {
     rc = r.error->code;
-    if (rc == FERRY_EXIT_DIGEST || rc == FERRY_EXIT_TOO_SMALL || !r.header_seen)
+    if (rc == FERRY_EXIT_DIGEST || rc == FERRY_EXIT_TOO_SMALL ||
+        (!r.header_seen && !options->raw))
       ferry_error ("%s", r.error->message);
     else
       ferry_error ("%s; %s is complete up to offset %" PRIu64 "%s", r.error->message,
-                   r.export.name, r.complete, r.export.lost ? "" : " (flushed)");
+                   r.export.name, r.complete,
+                   r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)");
     g_error_free (r.error);
   } else if (r.end_seen && (r.parser.header.flags & STREAM_FLAG_DIGEST || options->raw)) {
     blkhash_hex (r.digest, hex);

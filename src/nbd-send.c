@@ -29,6 +29,7 @@
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 #include "progress.h"
+#include "signal-watch.h"
 
 #define B STREAM_BLOCK_SIZE
 #define ZEROS_SIZE (1024 * 1024)
@@ -93,6 +94,7 @@ struct sender {
   struct stream_end counts;
   struct nbd_stream_stats stats;
   struct progress *progress;  /* --progress, or NULL */
+  struct nbd_stream_stop stop;   /* a signal's (nbd_stream_on_signal) */
   GError *error;              /* the first failure: the pipeline drains */
   bool finished;              /* everything was written */
 };
@@ -436,6 +438,20 @@ advance (struct sender *s, struct request *r, uint64_t n)
   return true;
 }
 
+/* The image offset before which every record was written whole (with
+ * --raw, every byte). */
+static uint64_t
+sent_to (struct sender *s)
+{
+  const struct request *r = g_queue_peek_head (&s->queue);
+
+  if (r == NULL)
+    return s->next_offset;
+  if (r->segment == r->n_segments)
+    return r->offset;
+  return r->segments[r->segment].offset + (s->raw ? r->segment_pos : 0);
+}
+
 static gboolean
 on_stdout_writable (gint fd, GIOCondition condition, gpointer data)
 {
@@ -475,9 +491,7 @@ write_out (struct sender *s, struct iovec *iov, int n, ssize_t *written)
   set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_IO,
                                "cannot write the stream to stdout: %s (%" PRIu64
                                " bytes written; the image was sent up to offset %" PRIu64 ")",
-                               g_strerror (errno), s->stats.wire_bytes,
-                               s->queue.head ? ((struct request *) s->queue.head->data)->offset
-                                             : s->export.size));
+                               g_strerror (errno), s->stats.wire_bytes, sent_to (s)));
   return false;
 }
 
@@ -586,6 +600,40 @@ sample_progress (struct progress_counter *counters, void *data)
   counters[2].bytes = s->counts.zero_bytes;
 }
 
+static const char *
+mode_name (const struct sender *s)
+{
+  return s->digest_only ? "digest" : "send";
+}
+
+/* The first signal stops the reads and the writes at once (what was
+ * written ends on a record's boundary, which the receiver reports as
+ * complete), then waits for the reads in flight.  One after the END
+ * record was written changes nothing. */
+static void
+on_signal (int signum, void *data)
+{
+  struct sender *s = data;
+  g_autofree char *at = s->digest_only
+    ? g_strdup_printf ("the image was read up to offset %" PRIu64, sent_to (s))
+    : g_strdup_printf ("the image was sent up to offset %" PRIu64 " (%" PRIu64
+                       " bytes written)", sent_to (s), s->stats.wire_bytes);
+
+  switch (nbd_stream_on_signal (&s->stop, signum, s->finished, &s->error, at)) {
+  case NBD_STREAM_SIGNAL_STATS:
+    nbd_stream_print_summary (mode_name (s), &s->stats, NULL);
+    break;
+  case NBD_STREAM_SIGNAL_STOP:
+    schedule_pump (s);
+    break;
+  case NBD_STREAM_SIGNAL_CUT:
+    g_main_loop_quit (s->loop);
+    break;
+  case NBD_STREAM_SIGNAL_IGNORE:
+    break;
+  }
+}
+
 int
 nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
 {
@@ -594,17 +642,23 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   const char *uri = digest_only ? options->digest : options->send;
   g_autoptr (GError) error = NULL;
   GSource *kick;
-  int rc = FERRY_EXIT_OK;
+  struct signal_watch *signals;
+  int rc = FERRY_EXIT_OK, out_flags = -1;
   char hex[2 * BLKHASH_SIZE + 1] = "";
 
   signal (SIGPIPE, SIG_IGN);
+  s.loop = g_main_loop_new (NULL, FALSE);
+  /* From the start: a signal while connecting ends ferry with a message
+   * (nbd_export_open), not in silence. */
+  signals = signal_watch_new (on_signal, &s);
   s.export.kicked = &s.kicked;
   if (!nbd_export_open (&s.export, options, uri, false, &error)) {
     ferry_error ("%s", error->message);
     nbd_export_close (&s.export);
+    signal_watch_free (signals);
+    g_main_loop_unref (s.loop);
     return error->code;
   }
-  s.loop = g_main_loop_new (NULL, FALSE);
   s.map = g_array_new (FALSE, FALSE, sizeof (struct extent));
   if (!s.export.has_map) {
     struct extent all = { 0, s.export.size, false };
@@ -629,10 +683,11 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   }
   if (!digest_only) {
     struct stat st;
-    int flags = fcntl (s.out, F_GETFL);
     s.out_is_pipe = fstat (s.out, &st) == 0 && !S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode);
-    if (s.out_is_pipe && flags >= 0)
-      fcntl (s.out, F_SETFL, flags | O_NONBLOCK);
+    out_flags = s.out_is_pipe ? fcntl (s.out, F_GETFL) : -1;
+    /* Restored at the end: the open file description is our parent's too. */
+    if (out_flags >= 0)
+      fcntl (s.out, F_SETFL, out_flags | O_NONBLOCK);
     /* Fewer, larger writes into a pipe (best effort; not a pipe: EBADF). */
     if (s.out_is_pipe)
       fcntl (s.out, F_SETPIPE_SZ, 1024 * 1024);
@@ -646,9 +701,12 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   gsource_release (kick);
   if (s.out_watch)
     gsource_release (s.out_watch);
+  if (out_flags >= 0)
+    fcntl (s.out, F_SETFL, out_flags);
 
-  if (!s.error && !nbd_export_finish (&s.export, false, &error))
-    s.error = g_steal_pointer (&error);
+  if (!s.error)
+    nbd_export_finish (&s.export);
+  signal_watch_free (signals);
   g_clear_pointer (&s.progress, progress_finish);
   /* Commands that failed because the connection went are told as that. */
   if (s.export.lost && s.error && s.error->code == FERRY_EXIT_NBD) {
@@ -662,10 +720,14 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   } else if (digest_only || !options->no_verify) {
     blkhash_hex (s.counts.digest, hex);
   }
-  if (digest_only && rc == FERRY_EXIT_OK)
-    printf ("%s  %s\n", hex, uri ? uri : s.export.name);
+  /* A reader gone is an error like any other (SIGPIPE is ignored). */
+  if (digest_only && rc == FERRY_EXIT_OK &&
+      (printf ("%s  %s\n", hex, uri ? uri : s.export.name) < 0 || fflush (stdout) != 0)) {
+    ferry_error ("cannot write the digest to stdout: %s", g_strerror (errno));
+    rc = FERRY_EXIT_IO;
+  }
   if (options->verbose)
-    nbd_stream_print_summary (digest_only ? "digest" : "send", &s.stats,
+    nbd_stream_print_summary (mode_name (&s), &s.stats,
                               options->no_verify && !digest_only ? NULL : hex);
   /* Reads still in flight when a connection died: libnbd retired them
    * when it closed, so their buffers are free to go now. */

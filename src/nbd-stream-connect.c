@@ -11,6 +11,7 @@
 #include "gsource-release.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
+#include "signal-watch.h"
 
 static void
 on_conn_failure (void *data, const char *reason)
@@ -82,16 +83,15 @@ choose_request_size (struct nbd_export *e, struct nbd_handle *nbd, uint64_t want
   return true;
 }
 
-bool
-nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
-                 const char *uri, bool writing, GError **error)
+static bool
+open_export (struct nbd_export *e, const struct nbd_stream_options *options,
+             const char *uri, bool writing, GError **error)
 {
   struct nbd_handle *nbd;
   int64_t size;
   unsigned want = options->connections ? (unsigned) options->connections
                                        : NBD_STREAM_MAX_CONNECTIONS;
 
-  e->name = options->command ? options->command[0] : uri;
   nbd = connect_one (e, options, uri, writing, error);
   if (nbd == NULL)
     return false;
@@ -126,6 +126,23 @@ nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
   return true;
 }
 
+bool
+nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
+                 const char *uri, bool writing, GError **error)
+{
+  g_autofree char *connecting = NULL;
+  bool ok;
+
+  e->name = options->command ? options->command[0] : uri;
+  /* libnbd's connect retries its poll on EINTR: a server that never
+   * answers would make SIGTERM wait for ever.  Nothing is written yet. */
+  connecting = g_strdup_printf (" while connecting to %s\n", e->name);
+  signal_watch_exit_on_stop (connecting);
+  ok = open_export (e, options, uri, writing, error);
+  signal_watch_exit_on_stop (NULL);
+  return ok;
+}
+
 struct nbd_conn *
 nbd_export_pick (struct nbd_export *e)
 {
@@ -147,25 +164,18 @@ nbd_export_in_flight (const struct nbd_export *e)
   return n;
 }
 
-bool
-nbd_export_finish (struct nbd_export *e, bool flush, GError **error)
+void
+nbd_export_finish (struct nbd_export *e)
 {
-  bool ok = true;
+  /* nbd_shutdown waits for the server to close, as a connect waits. */
+  g_autofree char *disconnecting = g_strdup_printf (" while disconnecting from %s\n",
+                                                    e->name);
 
-  for (unsigned i = 0; i < e->n_conns; i++) {
-    struct nbd_handle *nbd = e->conn[i].nbd;
-    if (!nbd_aio_is_ready (nbd))
-      continue;
-    /* Every connection: a server need not make one connection's writes
-     * durable through another's flush. */
-    if (flush && e->can_flush && nbd_flush (nbd, 0) == -1 && ok) {
-      g_set_error (error, FERRY_ERROR, FERRY_EXIT_NBD, "%s: flush failed: %s",
-                   e->name, nbd_get_error ());
-      ok = false;
-    }
-    nbd_shutdown (nbd, 0);
-  }
-  return ok;
+  signal_watch_exit_on_stop (disconnecting);
+  for (unsigned i = 0; i < e->n_conns; i++)
+    if (nbd_aio_is_ready (e->conn[i].nbd))
+      nbd_shutdown (e->conn[i].nbd, 0);
+  signal_watch_exit_on_stop (NULL);
 }
 
 void

@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "message.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
+#include "signal-watch.h"
 
 void
 nbd_stream_take_command (struct nbd_stream_options *options, int *argc, char **argv)
@@ -154,4 +156,40 @@ nbd_stream_print_summary (const char *mode, const struct nbd_stream_stats *st,
            mode, st->data_bytes, st->zero_bytes, st->wire_bytes, st->requests, avg,
            st->in_flight_max, secs, digest_hex && *digest_hex ? " digest=" : "",
            digest_hex && *digest_hex ? digest_hex : "");
+}
+
+enum nbd_stream_signal
+nbd_stream_on_signal (struct nbd_stream_stop *stop, int signum, bool complete,
+                      GError **error, const char *where)
+{
+  const char *name = signal_watch_name (signum);
+  bool first = stop->first == NULL;
+  enum nbd_stream_signal action;
+  g_autofree char *why = NULL;
+
+  if (signum == SIGUSR1)
+    return NBD_STREAM_SIGNAL_STATS;
+  if (stop->cut)
+    return NBD_STREAM_SIGNAL_IGNORE;
+  if (first) {
+    stop->first = name;
+    stop->code = 128 + signum;
+  }
+  if (first && signum != SIGQUIT) {
+    action = NBD_STREAM_SIGNAL_STOP;
+    why = g_strdup_printf ("stopped by %s", name);
+  } else {
+    action = NBD_STREAM_SIGNAL_CUT;
+    stop->cut = true;
+    why = first ? g_strdup_printf ("stopped by %s: exiting at once", name)
+                : g_strdup_printf ("stopped by %s, then %s: exiting at once", stop->first, name);
+  }
+  /* A failure before the signal is the one to report. */
+  if ((*error == NULL || (*error)->code == stop->code) &&
+      !(action == NBD_STREAM_SIGNAL_STOP && complete)) {
+    g_clear_error (error);
+    *error = g_error_new (FERRY_ERROR, stop->code, "%s%s%s", why, where ? "; " : "",
+                          where ? where : "");
+  }
+  return action;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <glib-unix.h>
@@ -16,6 +17,8 @@ static const int watched[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 };
 static int signal_pipe_wfd = -1;
 /* A signal that stops ferry has arrived (see signal_watch_stop_pending). */
 static volatile sig_atomic_t stop_pending;
+/* signal_watch_exit_on_stop's message end, while it applies. */
+static const char *volatile exit_suffix;
 
 struct signal_watch {
   int rfd;
@@ -24,12 +27,26 @@ struct signal_watch {
   void *data;
 };
 
+/* In a signal handler: write(2) and strlen only. */
+static void
+write_stderr (const char *s)
+{
+  if (write (STDERR_FILENO, s, strlen (s)) < 0) { }
+}
+
 static void
 on_signal (int signum)
 {
   int saved = errno;
   unsigned char c = (unsigned char) signum;
+  const char *suffix = exit_suffix;
 
+  if (signum != SIGUSR1 && suffix) {
+    write_stderr ("ferry: stopped by ");
+    write_stderr (signal_watch_name (signum));
+    write_stderr (suffix);
+    _exit (128 + signum);
+  }
   if (signum != SIGUSR1)
     stop_pending = 1;
 
@@ -90,6 +107,12 @@ signal_watch_free (struct signal_watch *w)
   close (signal_pipe_wfd);
   signal_pipe_wfd = -1;
   g_free (w);
+}
+
+void
+signal_watch_exit_on_stop (const char *suffix)
+{
+  exit_suffix = suffix;
 }
 
 bool

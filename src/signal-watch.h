@@ -26,6 +26,13 @@ struct signal_watch *signal_watch_new (signal_watch_fn callback, void *data);
  * exiting with a code already decided). */
 void signal_watch_free (struct signal_watch *watch);
 
+/* Until called again with NULL, a signal that stops ferry ends it in its
+ * handler, with "ferry: stopped by SIGTERM" and @suffix (which must stay
+ * valid, and end with a newline) on stderr and exit code 128 + the signal:
+ * for a blocking call that retries on EINTR (libnbd's connect), before
+ * anything was done that needs undoing. */
+void signal_watch_exit_on_stop (const char *suffix);
+
 /* Whether a signal that stops ferry has arrived: a blocking connect that
  * sees EINTR gives up instead of waiting on. */
 bool signal_watch_stop_pending (void);

@@ -11,6 +11,14 @@ serve () {  # NAME PLUGIN ARGS...: nbdkit on $T/NAME.sock
 }
 uri () { echo "nbd+unix:///?socket=$T/$1.sock"; }
 
+# nbdkit sparse-random as "src", its stream stored in $T/s.stream and its
+# bytes in $T/src.raw.
+stored_source () {  # SIZE SEED PERCENT
+    serve src sparse-random size="$1" seed="$2" percent="$3"
+    "$FERRY" --nbd-send="$(uri src)" > "$T/s.stream"
+    nbdcopy "$(uri src)" "$T/src.raw"
+}
+
 # The digest of an export, computed without ferry: nbdcopy to a sparse
 # file, then python3 hashlib.
 independent_digest () {  # URI
@@ -53,4 +61,27 @@ roundtrip () {  # SRC DST [RECEIVE_OPTIONS...]
     [ "$wire" -le $((data + data / 100 + 65536)) ] ||
         fail "wire bytes $wire > data bytes $data + 1% + 64 KiB"
     assert_eq "$wire" "$(summary_field "$T/recv.err" wire)" "wire bytes read"
+}
+
+# For wait_until: PID is ferry (no longer the shell that forked it, which
+# catches signals of its own) and has its signal handlers in place (the
+# stream modes install them at once, SIGUSR1 last): before that a signal
+# would kill it with the default action.
+catches_signals () {  # PID
+    local mask
+    [ "$(cat "/proc/$1/comm" 2>/dev/null)" = ferry ] || return 1
+    mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2>/dev/null) || return 1
+    [ $((0x${mask:-0} & (1 << ($(kill -l USR1) - 1)))) -ne 0 ]
+}
+
+# Milliseconds since the epoch, to time a signal's effect.
+now_ms () { date +%s%3N; }
+
+# Wait up to SECS for PID to exit (wait_exit) and leave its exit status,
+# however bad, in $rc.
+wait_rc () {  # SECS PID
+    set +e
+    wait_exit "$1" "$2"
+    rc=$?
+    set -e
 }

@@ -8,6 +8,9 @@
                       every 64 KiB block that reads as zero in SRC's map must
                       read as zero in DST's, and DST has no more data blocks
                       than SRC; prints "data_blocks=N"
+  applied FILE BYTES  the export offset up to which the first BYTES of the
+                      stored stream FILE hold whole DATA and ZERO records
+                      (doc/nbd-stream.md, sections 2 and 3; CRCs unchecked)
 """
 import hashlib
 import json
@@ -71,10 +74,29 @@ def holes(src, dst):
     print("data_blocks=%d" % data_src)
 
 
+def applied(path, nbytes):
+    header, record = 36, 24
+    end = 0
+    with open(path, "rb") as f:
+        pos = header
+        while pos + record <= nbytes:
+            f.seek(pos)
+            h = f.read(record)
+            kind = int.from_bytes(h[0:4], "big")
+            offset, length = int.from_bytes(h[4:12], "big"), int.from_bytes(h[12:20], "big")
+            pos += record + (length if kind == 1 else 0)
+            if kind == 3 or pos > nbytes:
+                break
+            end = offset + length
+    return end
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "digest":
         print(digest(sys.argv[2], int(sys.argv[3])))
     elif sys.argv[1] == "holes":
         holes(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "applied":
+        print(applied(sys.argv[2], int(sys.argv[3])))
     else:
         sys.exit(__doc__)

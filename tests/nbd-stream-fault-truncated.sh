@@ -5,9 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 size=$((64 * 1024 * 1024))
-serve src sparse-random size=$size seed=17 percent=30
-"$FERRY" --nbd-send="$(uri src)" > "$T/s.stream"
-nbdcopy "$(uri src)" "$T/src.raw"
+stored_source $size 17 30
 len=$(stat -c %s "$T/s.stream")
 i=0
 for cut in 0 20 36 50 $((RANDOM * 97 % len)) $((RANDOM * 331 % len)) $((len - 93)) $((len - 1)); do

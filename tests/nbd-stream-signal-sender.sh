@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# A sender (and --nbd-digest) stopped by a signal:
+#  - SIGTERM, SIGINT, SIGHUP: it reads no more and writes no more, waits
+#    for the reads in flight, and says how far it sent: the stream it wrote
+#    (a regular file here) holds whole records up to exactly that offset,
+#    and a receiver given it (after SIGTERM) reports the same offset
+#    complete, where cmp of source and destination agrees; exit 128 + the
+#    signal;
+#  - a second signal while reads are slow to end, or SIGQUIT: out at once,
+#    one line;
+#  - a signal while the server has not finished the handshake: that is
+#    said, and the exit code is the signal's;
+#  - --nbd-digest whose reader is gone: a message and exit 4, not a
+#    silent exit 0.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-nbd-stream.sh"
+size=$((256 * 1024 * 1024))
+# 16 reads of 2 MiB (32 MiB in flight) every 0.3 s: a signal comes long
+# before the end.
+serve src --filter=delay pattern size=$size rdelay=300ms
+serve ref pattern size=$size
+nbdcopy "$(uri ref)" "$T/src.raw"
+
+start_sender () {  # SRC [MODE]: --nbd-send to $T/s.stream, or MODE (--nbd-digest)
+    "$FERRY" "${2:---nbd-send}=$(uri "$1")" > "$T/s.stream" 2> "$T/err" & track $!
+    sender=$!
+    wait_until 10 catches_signals "$sender"
+}
+stream_bigger () { [ "$(stat -c %s "$T/s.stream")" -gt "$1" ]; }
+
+i=0
+for sig in TERM INT HUP; do
+    i=$((i + 1))
+    start_sender src
+    wait_until 10 stream_bigger $((4 * 1024 * 1024))
+    kill -"$sig" "$sender"
+    wait_rc 10 "$sender"
+    assert_eq $((128 + $(kill -l "$sig"))) "$rc" "exit code after SIG$sig"
+    last=$(tail -1 "$T/err")
+    [[ $last =~ ^"ferry: stopped by SIG$sig; the image was sent up to offset "([0-9]+)" ("([0-9]+)" bytes written)"$ ]] ||
+        fail "the line after SIG$sig: $last"
+    sent=${BASH_REMATCH[1]} written=${BASH_REMATCH[2]}
+    assert_eq "$(stat -c %s "$T/s.stream")" "$written" "SIG$sig: bytes written"
+    assert_eq "$sent" "$(python3 "$CHECK" applied "$T/s.stream" "$written")" \
+        "SIG$sig: the offset that the stream's whole records reach"
+    [ "$sent" -gt 0 ] && [ "$sent" -lt "$size" ] || fail "SIG$sig: sent up to $sent of $size"
+    [ "$sig" = TERM ] || continue      # the same stream: replayed once
+
+    serve "dst$i" memory size=$size
+    set +e
+    within 30 "$FERRY" --nbd-receive="$(uri "dst$i")" < "$T/s.stream" 2> "$T/recv.err"
+    rc=$?
+    set -e
+    assert_ferry_error 21 "$rc" "$T/recv.err" "is complete up to offset $sent (flushed)"
+    nbdcopy "$(uri "dst$i")" "$T/dst.raw"
+    cmp -n "$sent" "$T/src.raw" "$T/dst.raw" || fail "SIG$sig: not complete up to $sent"
+    rm -f "$T/dst.raw"
+    kill "$LAST_PID"
+done
+
+# Reads that take 5 s each (one nbdkit thread: several would race on the
+# close, nbdkit 1.32's raw_send_socket assertion): SIGTERM waits for them,
+# a SIGINT after it, or SIGQUIT alone, does not.
+serve slow -t 1 --filter=delay pattern size=$size rdelay=5
+for sigs in "TERM INT" QUIT; do
+    start_sender slow
+    wait_until 10 stream_bigger 0      # connected: the stream's header is out
+    start=$(now_ms)
+    for sig in $sigs; do kill -"$sig" "$sender"; sleep 0.3; done
+    wait_rc 10 "$sender"
+    took=$(($(now_ms) - start))
+    case $sigs in
+    QUIT) code=131 why="SIGQUIT" ;;
+    *)    code=143 why="SIGTERM, then SIGINT" ;;
+    esac
+    assert_eq $code "$rc" "exit code after $sigs"
+    assert_eq "ferry: stopped by $why: exiting at once; the image was sent up to offset 0 (36 bytes written)" \
+        "$(tail -1 "$T/err")" "the line after $sigs"
+    [ "$took" -lt 2000 ] || fail "$sigs took $took ms"
+done
+
+# --nbd-digest: a signal says how far it read; its reader gone is an error.
+start_sender src --nbd-digest
+kill -TERM "$sender"
+wait_rc 10 "$sender"
+# (The signal may come while it connects: then it says so.)
+assert_ferry_error 143 "$rc" "$T/err" "stopped by SIGTERM"
+grep -qE "^ferry: stopped by SIGTERM(; the image was read up to offset [0-9]+| while connecting to $(uri src))$" \
+    "$T/err" || fail "--nbd-digest's line: $(cat "$T/err")"
+set +e
+"$FERRY" --nbd-digest="$(uri ref)" 2> "$T/err" | true
+rc=${PIPESTATUS[0]}
+set -e
+assert_ferry_error 4 "$rc" "$T/err" "cannot write the digest to stdout: Broken pipe"
+
+# A server slow to open the export: the signal ends the handshake.
+serve hang --filter=delay pattern size=$size delay-open=10
+start_sender hang
+sleep 0.3
+kill -HUP "$sender"
+wait_rc 5 "$sender"
+assert_eq 129 "$rc" "exit code after SIGHUP while connecting"
+assert_eq "ferry: stopped by SIGHUP while connecting to $(uri hang)" "$(cat "$T/err")" \
+    "the line after SIGHUP while connecting"
