@@ -30,7 +30,7 @@ done
 if [ -z "$ferry" ]; then
     build=$here/.build-nbd-stream
     [ -d "$build" ] || meson setup --buildtype=release "$build" "$top" > /dev/null
-    ninja -C "$build" src/ferry > /dev/null
+    ninja -C "$build" src/ferry src/ferry-nbd-stream.so > /dev/null   # the stream mode is the module
     ferry=$build/src/ferry
 fi
 export FERRY=$ferry
