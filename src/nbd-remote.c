@@ -46,7 +46,7 @@
 struct remote_copy {
   GMainLoop *loop;
   bool upload;
-  struct relay *relay;
+  struct relay *relay;        /* until it is done */
   bool relay_done;
   struct endpoint *channel;   /* the relay's remote end (the relay owns it) */
   char *host;                 /* USER@HOST:PORT, for messages */
@@ -154,6 +154,9 @@ on_relay_done (struct relay *relay, int exit_code, void *data)
   rc->relay_done = true;
   rc->relay_code = exit_code;
   rc->remote_status = endpoint_ssh_exit_status (rc->channel);
+  /* Closing the socketpair now tells a local sender still writing. */
+  g_clear_pointer (&rc->relay, relay_free);
+  rc->channel = NULL;
   if (rc->child_done)
     g_main_loop_quit (rc->loop);
 }
@@ -240,7 +243,6 @@ relay_copy (const struct ferry_options *options, const struct address *address, 
                          on_relay_done, rc);
   g_child_watch_add (child, on_child_exit, rc);
   g_main_loop_run (rc->loop);
-  g_clear_pointer (&rc->relay, relay_free);
   return true;
 }
 
@@ -306,7 +308,8 @@ nbd_remote_main (const struct ferry_options *options)
   code = copy_exit_code (upload, local, remote, rc.relay_code);
   /* A failure of the remote half without a message of its own. */
   if (code == FERRY_EXIT_REMOTE && rc.remote_status < 0)
-    ferry_error ("%s: the remote half ended without an exit status (ran: %s)", rc.host,
+    ferry_error ("%s: the remote half ended without an exit status: killed by a signal, or "
+                 "its session died (ran: %s)", rc.host,
                  command);
   else if (code == FERRY_EXIT_REMOTE)
     ferry_error ("%s: the remote half exited with status %d (ran: %s)", rc.host,
