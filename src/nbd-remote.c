@@ -299,6 +299,7 @@ nbd_remote_main (const struct ferry_options *options)
     while (waitpid (child, &wstatus, 0) < 0 && errno == EINTR)
       ;
     g_main_loop_unref (rc.loop);
+    g_free (rc.host);
     return error->code;
   }
   close (go[1]);
@@ -309,8 +310,7 @@ nbd_remote_main (const struct ferry_options *options)
   /* A failure of the remote half without a message of its own. */
   if (code == FERRY_EXIT_REMOTE && rc.remote_status < 0)
     ferry_error ("%s: the remote half ended without an exit status: killed by a signal, or "
-                 "its session died (ran: %s)", rc.host,
-                 command);
+                 "its session died (ran: %s)", rc.host, command);
   else if (code == FERRY_EXIT_REMOTE)
     ferry_error ("%s: the remote half exited with status %d (ran: %s)", rc.host,
                  rc.remote_status, command);
