@@ -25,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libssh/callbacks.h>
+
 #include "error.h"
 #include "message.h"
 #include "ssh-session.h"
@@ -50,6 +52,9 @@ struct channel_endpoint {
                                  status (endpoint_ssh_exit_status), not exit_code */
   GString *stderr_line;       /* endpoint_ssh_exec: the remote stderr's unfinished
                                  line; its lines are ferry's, naming the host */
+  struct ssh_channel_callbacks_struct callbacks;  /* endpoint_ssh_exec: exit-signal */
+  char *exit_signal;          /* the signal that killed the remote command
+                                 ("TERM"), once the server said so */
   bool eof_sent;
 };
 
@@ -97,15 +102,17 @@ pass_stderr_lines (struct channel_endpoint *se, bool flush)
 }
 
 /* The remote command's stderr is ferry's.  Only while no stdout bytes wait
- * in libssh, and never an empty read: any read may widen the window that
- * both streams share (see channel_endpoint_readv). */
+ * in libssh (unless @all, as the channel goes), and never an empty read:
+ * any read may widen the window that both streams share (see
+ * channel_endpoint_readv). */
 static void
-drain_stderr (struct channel_endpoint *se)
+drain_stderr (struct channel_endpoint *se, bool all)
 {
   char buf[4096];
   int n;
 
-  while (ssh_channel_poll (se->channel, 0) <= 0 && ssh_channel_poll (se->channel, 1) > 0 &&
+  while ((all || ssh_channel_poll (se->channel, 0) <= 0) &&
+         ssh_channel_poll (se->channel, 1) > 0 &&
          (n = ssh_channel_read (se->channel, buf, sizeof buf, 1)) > 0) {
     if (se->stderr_line) {
       g_string_append_len (se->stderr_line, buf, n);
@@ -122,7 +129,7 @@ static bool
 at_end (struct channel_endpoint *se)
 {
   if (se->command) {
-    drain_stderr (se);
+    drain_stderr (se, false);
     if (se->exit_status < 0)
       se->exit_status = ssh_channel_get_exit_status (se->channel);
   }
@@ -140,7 +147,7 @@ channel_endpoint_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt
   if (ferry_ssh_conn_is_dead (se->conn))
     return channel_failed (se);
   if (se->command)
-    drain_stderr (se);
+    drain_stderr (se, false);
   /* After any read that leaves the window under half of LIBSSH_WINDOW_FLOOR,
    * libssh grants that floor again, whatever it still holds: small reads
    * out of a large backlog, one per drain of a slow reader, widened the
@@ -303,6 +310,8 @@ channel_endpoint_free (struct endpoint *ep)
 
   ferry_ssh_conn_detach (se->conn, &se->client);
   if (se->stderr_line) {
+    if (se->channel)
+      drain_stderr (se, true);
     pass_stderr_lines (se, true);
     g_string_free (se->stderr_line, TRUE);
   }
@@ -313,6 +322,7 @@ channel_endpoint_free (struct endpoint *ep)
   }
   ferry_ssh_conn_unref (se->conn);
   g_free (se->command);
+  g_free (se->exit_signal);
   g_free (se->direct_error);
   endpoint_clear_names (ep);
   g_free (se);
@@ -486,6 +496,17 @@ endpoint_ssh_open (struct ferry_ssh_conn *conn, const struct address *a,
   return &se->base;
 }
 
+/* The only channel callback: data is pulled with ssh_channel_read. */
+static void
+on_exit_signal (ssh_session session, ssh_channel channel, const char *signal, int core,
+                const char *errmsg, const char *lang, void *data)
+{
+  struct channel_endpoint *se = data;
+
+  g_free (se->exit_signal);
+  se->exit_signal = g_strdup (signal);
+}
+
 struct endpoint *
 endpoint_ssh_exec (const struct address *a, const struct connect_options *opts,
                    const char *command, GError **error)
@@ -509,7 +530,32 @@ endpoint_ssh_exec (const struct address *a, const struct connect_options *opts,
   se->command = g_strdup (command);
   se->status_to_caller = true;
   se->stderr_line = g_string_new (NULL);
+  se->callbacks.userdata = se;
+  se->callbacks.channel_exit_signal_function = on_exit_signal;
+  ssh_callbacks_init (&se->callbacks);
+  ssh_set_channel_callbacks (channel, &se->callbacks);
   return &se->base;
+}
+
+const char *
+endpoint_ssh_exit_signal (struct endpoint *ep)
+{
+  g_return_val_if_fail (ep->ops == &ssh_ops, NULL);
+  return ((struct channel_endpoint *) ep)->exit_signal;
+}
+
+bool
+endpoint_ssh_signal (struct endpoint *ep, const char *name)
+{
+  struct channel_endpoint *se = (struct channel_endpoint *) ep;
+  bool sent;
+
+  g_return_val_if_fail (ep->ops == &ssh_ops, false);
+  if (ferry_ssh_conn_is_dead (se->conn) || ssh_channel_is_closed (se->channel))
+    return false;
+  sent = ssh_channel_request_send_signal (se->channel, name) == SSH_OK;
+  ferry_ssh_conn_update (se->conn, NULL);
+  return sent;
 }
 
 int

@@ -2,6 +2,8 @@
 #ifndef FERRY_ENDPOINT_SSH_H
 #define FERRY_ENDPOINT_SSH_H
 
+#include <stdbool.h>
+
 #include <glib.h>
 
 #include "address.h"
@@ -32,6 +34,14 @@ struct endpoint *endpoint_ssh_exec (const struct address *address,
 /* An exec channel's remote exit status, or -1 while it is not known (or
  * the channel closed without one). */
 int endpoint_ssh_exit_status (struct endpoint *ep);
+/* An exec channel's remote command was killed by this signal (RFC 4254's
+ * name, without "SIG": "TERM"), or NULL. */
+const char *endpoint_ssh_exit_signal (struct endpoint *ep);
+/* Send signal @name ("TERM") to an exec channel's remote command: OpenSSH's
+ * sshd (7.9 and later) delivers it to the command's process group.  False
+ * if the channel or the session is gone, or the request could not be
+ * queued; a server that does not support it ignores it. */
+bool endpoint_ssh_signal (struct endpoint *ep, const char *name);
 
 /* A new session to @address's host, and one channel on it. */
 struct endpoint *ferry_ssh_connect_address (const struct address *address,

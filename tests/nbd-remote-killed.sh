@@ -35,7 +35,7 @@ for way in up down; do
     fi
     wait $!
     assert_eq 24 "$REMOTE_RC" "$way: exit code"
-    assert_contains "$T/remote.err" "ferry: $host: the remote half ended without an exit status: killed by a signal" \
+    assert_contains "$T/remote.err" "ferry: $host: the remote half was killed by SIGKILL (ran: " \
         "$way: message"
     [ $((SECONDS - start)) -le 10 ] || fail "$way: took $((SECONDS - start)) s"
     ! pgrep -f -- "--remote-helper=$T/helper" > /dev/null ||
