@@ -61,6 +61,8 @@ struct remote_copy {
   int remote_status;          /* the remote helper's exit status; -1 unknown */
   char *remote_signal;        /* or the signal that killed it ("TERM"); NULL if none */
   pid_t child;                /* the local half */
+  bool child_silenced;        /* killed here: the remote half's failure
+                                 ended the copy, and was reported */
   bool remote_cut;            /* the channel was closed on a remote half
                                  that had not ended */
   bool child_done;
@@ -184,11 +186,29 @@ end_relay (struct remote_copy *rc, int exit_code)
   rc->channel = NULL;
 }
 
+/* An upload's remote receiver failed, and said why (or report_halves
+ * will): the local sender, still writing, would add a line about the
+ * closed stream.  It is killed before the socketpair closes, and waited
+ * for (without reaping it: on_child_exit does). */
+static void
+silence_child (struct remote_copy *rc)
+{
+  siginfo_t info;
+
+  rc->child_silenced = true;
+  kill (rc->child, SIGKILL);
+  while (waitid (P_PID, rc->child, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+    ;
+}
+
 static void
 on_relay_done (struct relay *relay, int exit_code, void *data)
 {
   struct remote_copy *rc = data;
 
+  if (rc->upload && !rc->child_done && !rc->stop_signum &&
+      endpoint_ssh_exit_status (rc->channel) != 0)
+    silence_child (rc);
   end_relay (rc, exit_code);
   copy_quit_if_done (rc);
 }
@@ -328,7 +348,7 @@ child_code (int wstatus)
 static void
 report_halves (const struct remote_copy *rc, int code, const char *command)
 {
-  if (WIFSIGNALED (rc->child_status))
+  if (WIFSIGNALED (rc->child_status) && !rc->child_silenced)
     ferry_error ("the local half was killed by SIG%s", sigabbrev_np (WTERMSIG (rc->child_status)));
   if (rc->remote_cut && rc->stop_signum)
     ferry_error ("%s: the remote half had not ended when the local half stopped: its "
@@ -394,6 +414,7 @@ relay_copy (const struct ferry_options *options, const struct address *address, 
   config.verbose = false;
   config.nbd.enabled = false;
   config.label = NULL;
+  config.peers_report_loss = true;
   rc->relay = relay_new (endpoint_socket_new (fd, "the local half"), rc->channel, &config,
                          on_relay_done, rc);
   g_child_watch_add (child, on_child_exit, rc);
@@ -469,7 +490,8 @@ nbd_remote_main (const struct ferry_options *options)
   signal_watch_free (signals);
   g_main_loop_unref (rc.loop);
   stop_code = rc.stop_signum ? 128 + rc.stop_signum : 0;
-  local = child_code (rc.child_status);
+  /* A local half killed here did not fail: the remote one did. */
+  local = rc.child_silenced ? FERRY_EXIT_OK : child_code (rc.child_status);
   remote = remote_code (rc.remote_status, rc.remote_signal, stop_code);
   if (rc.cutting) {
     code = stop_code;

@@ -10,9 +10,13 @@ serve src sparse-random size=8M seed=5 percent=50
 serve small memory size=1M
 host=root@127.0.0.1:$SSHD_PORT
 
+# One line per cause: neither the local half nor the relay adds a line
+# about the stream that the failing half closed.
 expect () {  # RC TEXT WHAT
     assert_eq "$1" "$REMOTE_RC" "$3: exit code"
     assert_contains "$T/remote.err" "$2" "$3: message"
+    ! grep -E 'Broken pipe|Connection reset|cannot (read from|write to)|cannot write the stream' \
+        "$T/remote.err" || fail "$3: a line about the lost stream"
 }
 
 remote_copy up "$(uri src)" "$(uri missing)"
@@ -22,6 +26,7 @@ expect 3 "ferry: cannot connect to $(uri missing): " "upload, local SRC missing"
 remote_copy up "$(uri src)" "$(uri small)"
 expect 33 "ferry: $host: $(uri small) is 1048576 bytes, smaller than the stream's image of 8388608 bytes" \
     "upload, remote DST too small"
+assert_eq 1 "$(wc -l < "$T/remote.err")" "upload, remote DST too small: one line"
 remote_copy down "$(uri missing)" "$(uri small)"
 expect 30 "ferry: $host: cannot connect to $(uri missing): " "download, remote SRC missing"
 remote_copy down "$(uri src)" "$(uri small)"

@@ -58,6 +58,7 @@ expect_end () {  # WHAT RC SECS
     gone () { ! pgrep -f -- "--remote-helper=$T/helper" > /dev/null &&
               ! kill -0 "$(cat "$T/remote.pid")" 2> /dev/null; }
     wait_until 5 gone
+    ! grep -F 'Broken pipe' "$T/$way.err" || fail "$1: a line about the lost stream"
 }
 
 for way in up down; do
