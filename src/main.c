@@ -66,6 +66,8 @@ static const char description[] =
   "  byte read was delivered, else one line with the count and 128+signal\n"
   "  (143, 130, 129).  A second signal, or SIGQUIT (131), gives up at once\n"
   "  with the count.  SIGUSR1 prints each live relay's statistics.\n"
+  "  --remote-nbd-send/--remote-nbd-receive pass the signal on to both halves\n"
+  "  and exit 128+signal once they have ended (a second one cuts at once).\n"
   "\n"
   "Socket activation (systemd, or nbdcopy/nbdinfo '[ CMD ]'):\n"
   "  when LISTEN_PID is ferry's pid, 'ferry [OPTIONS] TARGET' accepts on the\n"
@@ -324,7 +326,8 @@ static const struct option {
     "an NBD stream (WHEN: auto, the default, only on a terminal; always; never; "
     "fd:N, nbdcopy's 'P/100' lines on fd N)" },
   { "drain-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.drain_timeout), "SECS",
-    "On SIGTERM, SIGINT or SIGHUP, give the live relays SECS to deliver (default 10)" },
+    "On SIGTERM, SIGINT or SIGHUP, give the live relays SECS to deliver (default 10), "
+    "or the remote stream mode's halves SECS to end" },
   { "keepalive", 0, GROUP_RELAY, parse_keepalive, FIELD (options.connect.keepalive), "SECS",
     "Probe an idle peer every SECS (TCP keepalive; ssh keepalive on ssh://); "
     "3 unanswered end the connection" },

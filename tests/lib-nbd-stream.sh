@@ -83,3 +83,19 @@ remote_copy () {  # up|down SRC DST [OPTIONS...]
     grep -F ' send: ' "$T/remote.err" > "$T/send.err" || true
     grep -F ' receive: ' "$T/remote.err" > "$T/recv.err" || true
 }
+
+# For the scenarios that interrupt a remote copy: slow exports src and dst
+# (100 ms per request; with --request-size=256K --in-flight=256K one
+# request at a time), so that the copy is still going a second in, and
+# $T/helper, the remote helper, which writes its PID (the remote ferry's:
+# it execs it) to $T/remote.pid.
+slow_remote_copy_setup () {
+    serve src --filter=delay sparse-random size=64M seed=9 percent=50 rdelay=100ms
+    serve dst --filter=delay memory size=64M wdelay=100ms
+    cat > "$T/helper" <<HELPER
+#!/bin/sh
+echo \$\$ > "$T/remote.pid"
+exec "$FERRY" "\$@"
+HELPER
+    chmod +x "$T/helper"
+}

@@ -6,16 +6,7 @@
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 start_sshd main /usr/bin:/bin
-# Slow exports (100 ms per request, one 256 KiB request at a time), so
-# that the copy is still going when the remote ferry is killed.
-serve src --filter=delay sparse-random size=64M seed=9 percent=50 rdelay=100ms
-serve dst --filter=delay memory size=64M wdelay=100ms
-cat > "$T/helper" <<HELPER
-#!/bin/sh
-echo \$\$ > "$T/remote.pid"
-exec "$FERRY" "\$@"
-HELPER
-chmod +x "$T/helper"
+slow_remote_copy_setup
 REMOTE_HELPER=$T/helper
 host=root@127.0.0.1:$SSHD_PORT
 
