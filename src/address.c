@@ -158,7 +158,7 @@ parse_ssh_param (struct address *a, const char *param, GError **error)
 
 /* ssh://[USER@]HOST[:PORT]/PATH[?PARAMS] or ssh://[USER@]HOST[:PORT]?tcp=H:P[&PARAMS] */
 static bool
-parse_ssh (struct address *a, const char *rest, GError **error)
+parse_ssh (struct address *a, const char *rest, unsigned flags, GError **error)
 {
   struct address_ssh *ssh = &a->ssh;
   size_t auth_len = strcspn (rest, "/?");
@@ -208,9 +208,12 @@ parse_ssh (struct address *a, const char *rest, GError **error)
       if (!parse_ssh_param (a, *p, error))
         return false;
   }
+  if ((flags & ADDRESS_SSH_SESSION) && (path || ssh->tcp_host))
+    return fail (error, a->text, "expected ssh://[USER@]HOST[:PORT], without a socket "
+                 "path or tcp=");
   if (ssh->path && ssh->tcp_host)
     return fail (error, a->text, "give either a socket path or tcp=HOST:PORT, not both");
-  if (!ssh->path && !ssh->tcp_host)
+  if (!ssh->path && !ssh->tcp_host && !(flags & ADDRESS_SSH_SESSION))
     return fail (error, a->text, "expected ssh://HOST/ABSOLUTE/PATH or ssh://HOST?tcp=HOST:PORT");
   return true;
 }
@@ -255,7 +258,7 @@ address_parse_flags (const char *text, unsigned flags, GError **error)
   else if (g_str_has_prefix (text, "fd:"))
     ok = parse_fd (a, text + 3, error);
   else if (g_str_has_prefix (text, "ssh://"))
-    ok = parse_ssh (a, text + 6, error);
+    ok = parse_ssh (a, text + 6, flags, error);
   else if (virt_uri_matches (text))
     ok = parse_libvirt (a, flags, error);
   else if (text[0] == '@' || strchr (text, '/'))

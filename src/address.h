@@ -73,6 +73,9 @@ struct address {
 enum address_flags {
   /* A libvirt URI names the daemon's read-only socket (libvirt's -r). */
   ADDRESS_LIBVIRT_READONLY = 1 << 0,
+  /* Only an ssh:// session, ssh://[USER@]HOST[:PORT][?PARAMS], without a
+   * socket path or tcp= (the remote stream mode runs ferry there). */
+  ADDRESS_SSH_SESSION = 1 << 1,
 };
 
 /* Returns NULL with a FERRY_EXIT_USAGE error naming @text and the reason. */

@@ -23,6 +23,7 @@
 #include "endpoint-ssh.h"
 #include "error.h"
 #include "signal-watch.h"
+#include "ssh-session.h"
 
 static void
 set_int_option (int fd, int level, int name, int value)

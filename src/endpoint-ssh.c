@@ -22,10 +22,14 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <string.h>
 #include <unistd.h>
+
+#include <libssh/callbacks.h>
 
 #include "error.h"
 #include "message.h"
+#include "ssh-session.h"
 
 /* The down rate the window is sized for: 8 MiB at 50 ms, where 1 MiB
  * allowed 20 MiB/s.  Within [MIN, MAX]: MIN is OpenSSH's window, and at
@@ -44,6 +48,13 @@ struct channel_endpoint {
   char *command;              /* exec: the remote command; NULL for a direct channel */
   char *direct_error;         /* proxy=auto fell back to exec: why direct failed */
   int exit_status;            /* exec: the remote command's; -1 until known */
+  bool status_to_caller;      /* endpoint_ssh_exec: the caller reports the
+                                 status (endpoint_ssh_exit_status), not exit_code */
+  GString *stderr_line;       /* endpoint_ssh_exec: the remote stderr's unfinished
+                                 line; its lines are ferry's, naming the host */
+  struct ssh_channel_callbacks_struct callbacks;  /* endpoint_ssh_exec: exit-signal */
+  char *exit_signal;          /* the signal that killed the remote command
+                                 ("TERM"), once the server said so */
   bool eof_sent;
 };
 
@@ -58,20 +69,58 @@ channel_failed (struct channel_endpoint *se)
   return -1;
 }
 
-/* The remote command's stderr is ferry's.  Only while no stdout bytes wait
- * in libssh, and never an empty read: any read may widen the window that
- * both streams share (see channel_endpoint_readv). */
 static void
-drain_stderr (struct channel_endpoint *se)
+write_stderr (const char *buf, size_t n)
+{
+  for (ssize_t done = 0, w; (size_t) done < n; done += w)
+    if ((w = write (STDERR_FILENO, buf + done, n - done)) <= 0)
+      break;
+}
+
+/* endpoint_ssh_exec: each whole line of the remote ferry's stderr
+ * ("ferry: MESSAGE") becomes "ferry: USER@HOST:PORT: MESSAGE"; with @flush
+ * the unfinished rest too. */
+static void
+pass_stderr_lines (struct channel_endpoint *se, bool flush)
+{
+  GString *l = se->stderr_line;
+  const char *name = ferry_ssh_conn_name (se->conn);
+  char *nl;
+
+  while ((nl = memchr (l->str, '\n', l->len)) || (flush && l->len > 0)) {
+    size_t len = nl ? (size_t) (nl - l->str) : l->len;
+    const char *text = l->str;
+    g_autofree char *line = NULL;
+    if (len >= 7 && memcmp (text, "ferry: ", 7) == 0) {
+      text += 7;
+      len -= 7;
+    }
+    line = g_strdup_printf ("ferry: %s: %.*s\n", name, (int) len, text);
+    write_stderr (line, strlen (line));
+    g_string_erase (l, 0, nl ? (gssize) (nl - l->str) + 1 : (gssize) l->len);
+  }
+}
+
+/* The remote command's stderr is ferry's.  Only while no stdout bytes wait
+ * in libssh (unless @all, as the channel goes), and never an empty read:
+ * any read may widen the window that both streams share (see
+ * channel_endpoint_readv). */
+static void
+drain_stderr (struct channel_endpoint *se, bool all)
 {
   char buf[4096];
   int n;
 
-  while (ssh_channel_poll (se->channel, 0) <= 0 && ssh_channel_poll (se->channel, 1) > 0 &&
-         (n = ssh_channel_read (se->channel, buf, sizeof buf, 1)) > 0)
-    for (ssize_t done = 0, w; done < n; done += w)
-      if ((w = write (STDERR_FILENO, buf + done, n - done)) <= 0)
-        break;
+  while ((all || ssh_channel_poll (se->channel, 0) <= 0) &&
+         ssh_channel_poll (se->channel, 1) > 0 &&
+         (n = ssh_channel_read (se->channel, buf, sizeof buf, 1)) > 0) {
+    if (se->stderr_line) {
+      g_string_append_len (se->stderr_line, buf, n);
+      pass_stderr_lines (se, false);
+    } else {
+      write_stderr (buf, n);
+    }
+  }
 }
 
 /* Remote EOF: for a remote command, only once its exit status is in (or
@@ -80,7 +129,7 @@ static bool
 at_end (struct channel_endpoint *se)
 {
   if (se->command) {
-    drain_stderr (se);
+    drain_stderr (se, false);
     if (se->exit_status < 0)
       se->exit_status = ssh_channel_get_exit_status (se->channel);
   }
@@ -98,7 +147,7 @@ channel_endpoint_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt
   if (ferry_ssh_conn_is_dead (se->conn))
     return channel_failed (se);
   if (se->command)
-    drain_stderr (se);
+    drain_stderr (se, false);
   /* After any read that leaves the window under half of LIBSSH_WINDOW_FLOOR,
    * libssh grants that floor again, whatever it still holds: small reads
    * out of a large backlog, one per drain of a slow reader, widened the
@@ -242,7 +291,7 @@ channel_endpoint_exit_code (struct endpoint *ep)
     ? g_strdup_printf (" (ferry ran it after the direct channel failed: %s)", se->direct_error)
     : g_strdup ("");
 
-  if (se->command == NULL || se->exit_status == 0)
+  if (se->command == NULL || se->exit_status == 0 || se->status_to_caller)
     return FERRY_EXIT_OK;
   if (se->exit_status < 0) {
     ferry_error ("remote command '%s' on %s ended without an exit status%s",
@@ -260,6 +309,12 @@ channel_endpoint_free (struct endpoint *ep)
   struct channel_endpoint *se = (struct channel_endpoint *) ep;
 
   ferry_ssh_conn_detach (se->conn, &se->client);
+  if (se->stderr_line) {
+    if (se->channel)
+      drain_stderr (se, true);
+    pass_stderr_lines (se, true);
+    g_string_free (se->stderr_line, TRUE);
+  }
   if (se->channel) {
     ssh_channel_close (se->channel);
     ssh_channel_free (se->channel);
@@ -267,6 +322,7 @@ channel_endpoint_free (struct endpoint *ep)
   }
   ferry_ssh_conn_unref (se->conn);
   g_free (se->command);
+  g_free (se->exit_signal);
   g_free (se->direct_error);
   endpoint_clear_names (ep);
   g_free (se);
@@ -356,6 +412,25 @@ receive_window (gint64 round_trip_us)
                 SSH_WINDOW_MIN, SSH_WINDOW_MAX);
 }
 
+/* The endpoint of an open @channel on @conn, attached to the session. */
+static struct channel_endpoint *
+channel_endpoint_new (struct ferry_ssh_conn *conn, const char *name, ssh_channel channel,
+                      gint64 round_trip)
+{
+  struct channel_endpoint *se = g_new0 (struct channel_endpoint, 1);
+
+  se->base.ops = &ssh_ops;
+  se->base.name = g_strdup (name);
+  se->conn = ferry_ssh_conn_ref (conn);
+  se->client.ep = &se->base;
+  se->client.maybe_buffered = true;
+  se->base.read_buffer_min = receive_window (round_trip);
+  se->channel = channel;
+  se->exit_status = -1;
+  ferry_ssh_conn_attach (conn, &se->client);
+  return se;
+}
+
 static int
 tcp_port_number (const char *port)
 {
@@ -411,23 +486,87 @@ endpoint_ssh_open (struct ferry_ssh_conn *conn, const struct address *a,
     return NULL;
   }
 
-  se = g_new0 (struct channel_endpoint, 1);
-  se->base.ops = &ssh_ops;
-  se->base.name = g_strdup (a->text);
-  se->conn = ferry_ssh_conn_ref (conn);
-  se->client.ep = &se->base;
-  se->client.maybe_buffered = true;
-  se->base.read_buffer_min = receive_window (step.round_trip);
-  se->channel = channel;
-  se->exit_status = -1;
+  se = channel_endpoint_new (conn, a->text, channel, step.round_trip);
   if (exec_error == NULL && direct_error != NULL) {
     se->command = g_steal_pointer (&command);
     se->direct_error = g_steal_pointer (&direct_error);
   } else if (ssh->proxy == SSH_PROXY_EXEC) {
     se->command = g_steal_pointer (&command);
   }
-  ferry_ssh_conn_attach (conn, &se->client);
   return &se->base;
+}
+
+/* The only channel callback: data is pulled with ssh_channel_read. */
+static void
+on_exit_signal (ssh_session session, ssh_channel channel, const char *signal, int core,
+                const char *errmsg, const char *lang, void *data)
+{
+  struct channel_endpoint *se = data;
+
+  g_free (se->exit_signal);
+  se->exit_signal = g_strdup (signal);
+}
+
+struct endpoint *
+endpoint_ssh_exec (const struct address *a, const struct connect_options *opts,
+                   const char *command, GError **error)
+{
+  static int (*const exec[]) (void *) = { step_session, step_exec };
+  g_autoptr (FerrySshConn) conn = ferry_ssh_conn_new (a, opts, error);
+  struct open_step step = { .command = command };
+  g_autofree char *why = NULL;
+  ssh_channel channel;
+  struct channel_endpoint *se;
+
+  if (conn == NULL)
+    return NULL;
+  channel = open_channel (conn, &step, exec, G_N_ELEMENTS (exec), &why);
+  if (channel == NULL) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "%s: cannot run '%s': %s",
+                 ferry_ssh_conn_name (conn), command, why);
+    return NULL;
+  }
+  se = channel_endpoint_new (conn, ferry_ssh_conn_name (conn), channel, step.round_trip);
+  se->command = g_strdup (command);
+  se->status_to_caller = true;
+  se->stderr_line = g_string_new (NULL);
+  se->callbacks.userdata = se;
+  se->callbacks.channel_exit_signal_function = on_exit_signal;
+  ssh_callbacks_init (&se->callbacks);
+  ssh_set_channel_callbacks (channel, &se->callbacks);
+  return &se->base;
+}
+
+const char *
+endpoint_ssh_exit_signal (struct endpoint *ep)
+{
+  g_return_val_if_fail (ep->ops == &ssh_ops, NULL);
+  return ((struct channel_endpoint *) ep)->exit_signal;
+}
+
+bool
+endpoint_ssh_signal (struct endpoint *ep, const char *name)
+{
+  struct channel_endpoint *se = (struct channel_endpoint *) ep;
+  bool sent;
+
+  g_return_val_if_fail (ep->ops == &ssh_ops, false);
+  if (ferry_ssh_conn_is_dead (se->conn) || ssh_channel_is_closed (se->channel))
+    return false;
+  sent = ssh_channel_request_send_signal (se->channel, name) == SSH_OK;
+  ferry_ssh_conn_update (se->conn, NULL);
+  return sent;
+}
+
+int
+endpoint_ssh_exit_status (struct endpoint *ep)
+{
+  struct channel_endpoint *se = (struct channel_endpoint *) ep;
+
+  g_return_val_if_fail (ep->ops == &ssh_ops, -1);
+  if (se->exit_status < 0)
+    se->exit_status = ssh_channel_get_exit_status (se->channel);
+  return se->exit_status;
 }
 
 struct endpoint *

@@ -2,12 +2,15 @@
 #ifndef FERRY_ENDPOINT_SSH_H
 #define FERRY_ENDPOINT_SSH_H
 
+#include <stdbool.h>
+
 #include <glib.h>
 
 #include "address.h"
 #include "connect.h"
 #include "endpoint.h"
-#include "ssh-session.h"
+
+struct ferry_ssh_conn;
 
 /* Open a channel on @conn to @address's remote target, the way its proxy=
  * says: a direct-streamlocal or direct-tcpip channel, or (exec) the remote
@@ -17,6 +20,28 @@
 struct endpoint *endpoint_ssh_open (struct ferry_ssh_conn *conn, const struct address *address,
                                     const struct connect_options *options,
                                     GError **error);
+
+/* A new session to @address's host (an ssh:// session address), and
+ * @command (quoted for the remote shell already) run on it over an exec
+ * channel, for the remote stream mode: each line of its
+ * stderr becomes ferry's, as "ferry: USER@HOST:PORT: MESSAGE"; its exit
+ * status is left to the caller (endpoint_ssh_exit_status), and the
+ * endpoint's exit_code reports nothing.  Errors: ferry_ssh_conn_new's,
+ * or FERRY_EXIT_CONNECT. */
+struct endpoint *endpoint_ssh_exec (const struct address *address,
+                                    const struct connect_options *options,
+                                    const char *command, GError **error);
+/* An exec channel's remote exit status, or -1 while it is not known (or
+ * the channel closed without one). */
+int endpoint_ssh_exit_status (struct endpoint *ep);
+/* An exec channel's remote command was killed by this signal (RFC 4254's
+ * name, without "SIG": "TERM"), or NULL. */
+const char *endpoint_ssh_exit_signal (struct endpoint *ep);
+/* Send signal @name ("TERM") to an exec channel's remote command: OpenSSH's
+ * sshd (7.9 and later) delivers it to the command's process group.  False
+ * if the channel or the session is gone, or the request could not be
+ * queued; a server that does not support it ignores it. */
+bool endpoint_ssh_signal (struct endpoint *ep, const char *name);
 
 /* A new session to @address's host, and one channel on it. */
 struct endpoint *ferry_ssh_connect_address (const struct address *address,

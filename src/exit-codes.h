@@ -18,6 +18,14 @@ enum ferry_exit {
   FERRY_EXIT_STREAM = 21,     /* the stream is damaged or truncated */
   FERRY_EXIT_DIGEST = 22,     /* the data received does not match the stream's digest */
   FERRY_EXIT_TOO_SMALL = 23,  /* the destination export is smaller than the stream's */
+  /* The remote stream mode (--remote-nbd-send, --remote-nbd-receive): the
+   * remote half failed.  3 and 20 to 23 are the local half's. */
+  FERRY_EXIT_REMOTE = 24,     /* the remote ferry could not run, or failed otherwise */
+  FERRY_EXIT_REMOTE_NBD = 30, /* the remote half's 3 or 20: its export failed */
+  /* 31 to 33: the remote half's 21 to 23 */
+  FERRY_EXIT_REMOTE_STREAM = 31,
+  FERRY_EXIT_REMOTE_DIGEST = 32,
+  FERRY_EXIT_REMOTE_TOO_SMALL = 33,
   /* 128 + the signal's number, after SIGHUP, SIGINT, SIGQUIT or SIGTERM,
    * when a relay did not deliver everything (run.c) */
   FERRY_EXIT_SIGHUP = 129,

@@ -20,6 +20,7 @@
 #include "compat.h"
 #include "error.h"
 #include "message.h"
+#include "nbd-remote.h"
 #include "nbd-stream.h"
 #include "run.h"
 #include "virt-uri.h"
@@ -68,6 +69,8 @@ static const char description[] =
   "  --nbd-receive: the writes in flight end, every connection is flushed,\n"
   "  and one line says how far DEST is complete; --nbd-send says how far it\n"
   "  sent; both exit 128+signal.  A second signal, or SIGQUIT, at once.\n"
+  "  --remote-nbd-send/--remote-nbd-receive pass the signal on to both halves\n"
+  "  and exit 128+signal once they have ended (a second one cuts at once).\n"
   "\n"
   "Socket activation (systemd, or nbdcopy/nbdinfo '[ CMD ]'):\n"
   "  when LISTEN_PID is ferry's pid, 'ferry [OPTIONS] TARGET' accepts on the\n"
@@ -82,6 +85,9 @@ static const char description[] =
   "\n"
   "NBD stream (doc/nbd-stream.md):\n"
   "  ferry --nbd-send=SRC | ssh HOST ferry --nbd-receive=DST   copy an export\n"
+  "  ferry --nbd-send=SRC --remote-nbd-receive=DST ssh://[USER@]HOST[:PORT]\n"
+  "  ferry --nbd-receive=DST --remote-nbd-send=SRC ssh://...   the same in one\n"
+  "    command (upload, download), the remote half run by --remote-helper\n"
   "  ferry --nbd-send=SRC > disk.stream    sparse backup; restore with\n"
   "  ferry --nbd-receive=DST < disk.stream; ferry --nbd-digest=URI checks it.\n"
   "  SRC/DST: an NBD URI (nbd://, nbd+unix://, nbds://...) or '[ CMD ARGS... ]'.\n"
@@ -94,6 +100,8 @@ static const char description[] =
   "  20 an NBD command failed or the server went away, 21 damaged or\n"
   "  truncated stream, 22 digest mismatch, 23 destination too small\n"
   "  (--nbd-send, --nbd-receive, --nbd-digest),\n"
+  "  24 the remote half could not run, 30 to 33 it failed as 3 or 20, 21 to 23\n"
+  "  (--remote-nbd-send, --remote-nbd-receive),\n"
   "  7 ssh host key unknown or changed, 8 ssh authentication failed,\n"
   "  129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM (bytes were lost,\n"
   "  or a stream mode's copy was stopped).\n"
@@ -322,7 +330,8 @@ static const struct option {
     "an NBD stream (WHEN: auto, the default, only on a terminal; always; never; "
     "fd:N, nbdcopy's 'P/100' lines on fd N)" },
   { "drain-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.drain_timeout), "SECS",
-    "On SIGTERM, SIGINT or SIGHUP, give the live relays SECS to deliver (default 10)" },
+    "On SIGTERM, SIGINT or SIGHUP, give the live relays SECS to deliver (default 10), "
+    "or the remote stream mode's halves SECS to end" },
   { "keepalive", 0, GROUP_RELAY, parse_keepalive, FIELD (options.connect.keepalive), "SECS",
     "Probe an idle peer every SECS (TCP keepalive; ssh keepalive on ssh://); "
     "3 unanswered end the connection" },
@@ -355,6 +364,12 @@ static const struct option {
     "sparse, verified stream" },
   { "nbd-receive", 0, GROUP_STREAM, parse_string, FIELD (options.stream.receive), "DEST",
     "Apply a stream from stdin to the NBD export DEST (a URI, or '[ CMD ARGS... ]')" },
+  { "remote-nbd-receive", 0, GROUP_STREAM, parse_string, FIELD (options.stream.remote_receive),
+    "DEST", "With --nbd-send and ADDRESS ssh://[USER@]HOST[:PORT]: copy SOURCE to the "
+    "export DEST on HOST, applied by the remote ferry (--remote-helper)" },
+  { "remote-nbd-send", 0, GROUP_STREAM, parse_string, FIELD (options.stream.remote_send),
+    "SOURCE", "With --nbd-receive and ADDRESS ssh://[USER@]HOST[:PORT]: copy the export "
+    "SOURCE on HOST, read by the remote ferry, to DEST" },
   { "nbd-digest", 0, GROUP_STREAM, parse_string, FIELD (options.stream.digest), "URI",
     "Print the block-hash digest (SHA-256, 64 KiB blocks) of an NBD export" },
   { "raw", 0, GROUP_STREAM, parse_set, FIELD (options.stream.raw), NULL,
@@ -455,8 +470,14 @@ validate_stream (struct command_line *cli, GError **error)
 {
   struct ferry_options *options = &cli->options;
 
-  if (cli->n_args > 0)
+  if (nbd_remote_requested (&options->stream)) {
+    if (cli->n_args != 1)
+      return usage_error (error, "--remote-nbd-send and --remote-nbd-receive take one "
+                          "ADDRESS, ssh://[USER@]HOST[:PORT]");
+    options->address = cli->args[0];
+  } else if (cli->n_args > 0) {
     return usage_error (error, "stream mode takes no ADDRESS: %s", cli->args[0]);
+  }
   if (options->listen || options->keep_listening)
     return usage_error (error, "stream mode takes no -l/--listen or -k/--keep-open");
   options->stream.progress = options->progress;
@@ -592,6 +613,8 @@ main (int argc, char **argv)
     rc = FERRY_EXIT_OK;
   } else if (!validate (&cli, &error)) {
     rc = FERRY_EXIT_USAGE;
+  } else if (nbd_remote_requested (&cli.options.stream)) {
+    rc = nbd_remote_main (&cli.options);
   } else if (nbd_stream_requested (&cli.options.stream)) {
     rc = nbd_stream_main (&cli.options.stream);
   } else {

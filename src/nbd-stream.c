@@ -41,27 +41,38 @@ nbd_stream_take_command (struct nbd_stream_options *options, int *argc, char **a
 bool
 nbd_stream_requested (const struct nbd_stream_options *o)
 {
-  return o->send || o->receive || o->digest;
+  return o->send || o->receive || o->digest || o->remote_send || o->remote_receive;
 }
 
 bool
 nbd_stream_validate (const struct nbd_stream_options *o, GError **error)
 {
-  const char *uri = o->send ? o->send : o->receive ? o->receive : o->digest;
+  const char *uri = o->send ? o->send : o->receive ? o->receive : o->digest ? o->digest : "";
   const char *bad = NULL;
+
+  bool receives = o->receive || o->remote_receive;
 
   if (!!o->send + !!o->receive + !!o->digest > 1)
     bad = "--nbd-send, --nbd-receive and --nbd-digest exclude each other";
+  else if (o->remote_send && o->remote_receive)
+    bad = "--remote-nbd-send and --remote-nbd-receive exclude each other";
+  else if ((o->remote_receive && !o->send) || (o->remote_send && !o->receive))
+    bad = "--remote-nbd-receive goes with --nbd-send, --remote-nbd-send with --nbd-receive";
+  else if ((o->remote_send && o->remote_send[0] == '[') ||
+           (o->remote_receive && o->remote_receive[0] == '['))
+    bad = "the remote export must be a URI, not '[ CMD ARGS... ]'";
+  else if (o->raw && (o->remote_send || o->remote_receive))
+    bad = "--raw does not go with --remote-nbd-send or --remote-nbd-receive";
   else if (strcmp (uri, "[") == 0 && !o->command)
     bad = "expected '[ CMD ARGS... ]' after '['";
   else if (o->command && strcmp (uri, "[") != 0)
     bad = "'[ CMD ARGS... ]' must be the value of --nbd-send, --nbd-receive or --nbd-digest";
   else if (o->raw && o->digest)
     bad = "--raw goes with --nbd-send or --nbd-receive";
-  else if ((o->destination_is_zero || o->allocated) && !o->receive)
-    bad = "--destination-is-zero and --allocated go with --nbd-receive";
-  else if (o->no_extents && o->receive)
-    bad = "--no-extents goes with --nbd-send or --nbd-digest";
+  else if ((o->destination_is_zero || o->allocated) && !receives)
+    bad = "--destination-is-zero and --allocated go with --nbd-receive or --remote-nbd-receive";
+  else if (o->no_extents && o->receive && !o->remote_send)
+    bad = "--no-extents goes with --nbd-send, --remote-nbd-send or --nbd-digest";
   else if (o->connections > NBD_STREAM_MAX_CONNECTIONS)
     bad = "--connections: expected 1 to 4";
   if (bad)

@@ -71,15 +71,17 @@ pump_fail (struct pump *p, const char *action, const char *what, int err)
 {
   struct relay *relay = p->relay;
   size_t lost = p->buf->len;
+  bool gone = err == EPIPE || err == ECONNRESET;
 
-  ferry_error ("%s%scannot %s %s: %s (%" G_GUINT64_FORMAT " bytes delivered, "
-               "%zu buffered bytes not delivered)",
-               label_prefix (relay), label_sep (relay), action, what,
-               g_strerror (err), p->bytes, lost);
+  if (!(gone && relay->config.peers_report_loss))
+    ferry_error ("%s%scannot %s %s: %s (%" G_GUINT64_FORMAT " bytes delivered, "
+                 "%zu buffered bytes not delivered)",
+                 label_prefix (relay), label_sep (relay), action, what,
+                 g_strerror (err), p->bytes, lost);
   p->failed = true;
   /* The remote end's peer is gone completely: local's further bytes could
    * only be dropped, so local is read no more (README.md, "End of stream"). */
-  if (p == &relay->up && (err == EPIPE || err == ECONNRESET))
+  if (p == &relay->up && gone)
     p->src_done = true;
   buffer_discard (p->buf);
   if (relay->exit_code == FERRY_EXIT_OK)
@@ -115,8 +117,9 @@ pump_read_failed (struct pump *p, int err)
 {
   struct relay *relay = p->relay;
 
-  ferry_error ("%s%scannot read from %s: %s", label_prefix (relay),
-               label_sep (relay), p->src->name, g_strerror (err));
+  if (!(err == ECONNRESET && relay->config.peers_report_loss))
+    ferry_error ("%s%scannot read from %s: %s", label_prefix (relay),
+                 label_sep (relay), p->src->name, g_strerror (err));
   p->src_done = true;
   relay->exit_code = FERRY_EXIT_IO;
 }

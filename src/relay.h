@@ -54,6 +54,10 @@ struct relay_config {
   bool remote_eof_ends_local; /* remote EOF also stops reading local (nc -l,
                                  as netcat-openbsd's listen mode does) */
   bool verbose;               /* print statistics when done */
+  bool peers_report_loss;     /* a read or write that fails because its peer
+                                 is gone (EPIPE, ECONNRESET) is counted, not
+                                 reported: the peers say why themselves (the
+                                 remote stream mode's halves) */
   const char *label;          /* prefix for messages, e.g. "connection 3"; may be NULL */
   struct nbd_config nbd;      /* --nbd: parse, check and count NBD */
 };

@@ -47,6 +47,13 @@ roundtrip () {  # SRC DST [RECEIVE_OPTIONS...]
     cat "$T/send.err" "$T/recv.err" >&2
     assert_eq 0 "$rc_send" "sender exit code"
     assert_eq 0 "$rc_recv" "receiver exit code"
+    check_copy "$src" "$dst"
+}
+
+# The checks of a copy from SRC to DST whose sender's -v summary is in
+# $T/send.err and the receiver's in $T/recv.err.
+check_copy () {  # SRC DST
+    local src=$1 dst=$2
     within 300 qemu-img compare -f raw -F raw "$src" "$dst" >&2 || fail "the copy differs"
     local want
     want=$(independent_digest "$src")
@@ -84,4 +91,42 @@ wait_rc () {  # SECS PID
     wait_exit "$1" "$2"
     rc=$?
     set -e
+}
+
+# The remote stream mode over the private sshd (lib-sshd.sh, sourced
+# first), $REMOTE_HELPER (default: this build's ferry) as the remote half,
+# with $REMOTE_PARAMS (e.g. "&known_hosts=FILE") added to the address: up
+# copies SRC (local) to DST (on the ssh host), down the other way.  Sets REMOTE_RC; stderr in
+# $T/remote.err, and the two halves' -v summaries (the remote one named
+# after the host) in $T/send.err and $T/recv.err.
+remote_copy () {  # up|down SRC DST [OPTIONS...]
+    local way=$1 src=$2 dst=$3 args; shift 3
+    if [ "$way" = up ]; then
+        args=(--nbd-send="$src" --remote-nbd-receive="$dst")
+    else
+        args=(--nbd-receive="$dst" --remote-nbd-send="$src")
+    fi
+    REMOTE_RC=0
+    within 300 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" \
+        --remote-helper="${REMOTE_HELPER:-$FERRY}" "${args[@]}" "$@" \
+        "$(ssh_base)?keyfile=$SSH_KEY${REMOTE_PARAMS:-}" 2> "$T/remote.err" || REMOTE_RC=$?
+    cat "$T/remote.err" >&2
+    grep -F ' send: ' "$T/remote.err" > "$T/send.err" || true
+    grep -F ' receive: ' "$T/remote.err" > "$T/recv.err" || true
+}
+
+# For the scenarios that interrupt a remote copy: slow exports src and dst
+# (100 ms per request; with --request-size=256K --in-flight=256K one
+# request at a time), so that the copy is still going a second in, and
+# $T/helper, the remote helper, which writes its PID (the remote ferry's:
+# it execs it) to $T/remote.pid.
+slow_remote_copy_setup () {
+    serve src --filter=delay sparse-random size=64M seed=9 percent=50 rdelay=100ms
+    serve dst --filter=delay memory size=64M wdelay=100ms
+    cat > "$T/helper" <<HELPER
+#!/bin/sh
+echo \$\$ > "$T/remote.pid"
+exec "$FERRY" "\$@"
+HELPER
+    chmod +x "$T/helper"
 }

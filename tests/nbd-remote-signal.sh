@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SIGTERM to the local ferry mid-upload and mid-download: the stop reaches
+# both halves, the remote side's last line still comes back naming the
+# host, and ferry exits 143 within seconds, leaving no process behind.
+# Then the cuts: a second signal, or --drain-timeout, ends it at once with
+# one line.
+#
+# The test sshd logs in as root, and OpenSSH's sshd refuses the "signal"
+# request for root's sessions (no privilege-separated child): the remote
+# half then ends as the local one stops, through the stream (upload) or
+# its closed channel (download).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-sshd.sh"
+. "$(dirname "$0")/lib-nbd-stream.sh"
+start_sshd main /usr/bin:/bin
+slow_remote_copy_setup
+host=root@127.0.0.1:$SSHD_PORT
+
+# Start a copy (up or down, extra options after) in the background, with
+# the signals in $ignored (if any) ignored from the start, and wait until
+# it runs: PID in $pid, stderr in $T/WAY.err.
+start_copy () {  # WAY [OPTIONS...]
+    local way=$1 args; shift
+    rm -f "$T/remote.pid"
+    if [ "$way" = up ]; then
+        args=(--nbd-send="$(uri src)" --remote-nbd-receive="$(uri dst)")
+    else
+        args=(--nbd-receive="$(uri dst)" --remote-nbd-send="$(uri src)")
+    fi
+    (
+        # shellcheck disable=SC2086
+        [ -z "${ignored:-}" ] || trap '' $ignored
+        exec env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" --remote-helper="$T/helper" \
+            "${args[@]}" --request-size=256K --in-flight=256K "$@" \
+            "$(ssh_base)?keyfile=$SSH_KEY" 2> "$T/$way.err"
+    ) &
+    pid=$!
+    wait_until 20 test -s "$T/remote.pid"
+    sleep 0.5
+}
+
+# Wait for it: exit code RC within SECS, then nothing of it is left.
+expect_end () {  # WHAT RC SECS
+    local rc=0 start=$SECONDS
+    wait_exit "$3" "$pid" || rc=$?
+    cat "$T/$way.err" >&2
+    assert_eq "$2" "$rc" "$1: exit code"
+    [ $((SECONDS - start)) -le "$3" ] || fail "$1: took $((SECONDS - start)) s"
+    gone () { ! pgrep -f -- "--remote-helper=$T/helper" > /dev/null &&
+              ! kill -0 "$(cat "$T/remote.pid")" 2> /dev/null; }
+    wait_until 5 gone
+    ! grep -F 'Broken pipe' "$T/$way.err" || fail "$1: a line about the lost stream"
+}
+
+for way in up down; do
+    start_copy $way
+    kill -TERM "$pid"
+    expect_end "$way, SIGTERM" 143 5
+    assert_contains "$T/$way.err" "ferry: the local half was killed by SIGTERM" "$way: local line"
+    assert_contains "$T/$way.err" "ferry: $host: " "$way: a line from the remote side"
+done
+
+# The cuts, with a local half that cannot end by itself: it inherits
+# SIGTERM and SIGHUP ignored (ferry catches them), and is stopped
+# (SIGSTOP), for a stream mode that would catch them too.  A second
+# signal, then --drain-timeout.
+ignored="TERM HUP"
+way=up
+start_copy $way
+kill -STOP "$(pgrep -P "$pid")"
+kill -TERM "$pid"
+sleep 0.5
+kill -INT "$pid"
+expect_end "second signal" 143 3
+assert_eq "ferry: stopped by SIGTERM, then SIGINT: exiting at once" "$(cat "$T/$way.err")" \
+    "second signal: the one line"
+
+way=down
+start_copy $way --drain-timeout=1
+kill -STOP "$(pgrep -P "$pid")"
+kill -HUP "$pid"
+expect_end "--drain-timeout" 129 4
+assert_eq "ferry: stopped by SIGHUP: the copy did not end within --drain-timeout 1 s: exiting at once" \
+    "$(cat "$T/$way.err")" "--drain-timeout: the one line"
