@@ -22,11 +22,13 @@ cleanup_fn () {  # CMD ARGS...
 # long ago may have had its PID reused (pid_max is 32768 here), perhaps by
 # another test's process: cleanup must not kill that one.
 our_child () {  # PID
-    local line
+    # No bare `return` here: run from the EXIT trap, it would give the
+    # status of the command before the trap (bash).
+    local line ppid=
     while read -r line; do
-        [[ $line == PPid:* ]] && { [ "${line#PPid:}" -eq $$ ]; return; }
+        case $line in PPid:*) ppid=${line#PPid:}; break ;; esac
     done 2>/dev/null < "/proc/$1/status"
-    return 1
+    [ "${ppid//[[:space:]]/}" = "$$" ]
 }
 
 cleanup () {
