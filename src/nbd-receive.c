@@ -647,7 +647,10 @@ nbd_receive_main (const struct nbd_stream_options *options)
     fcntl (r.in, F_SETFL, flags);
 
   flushed = r.flushing && g_queue_is_empty (&r.commands) && !r.flush_failed;
-  if (!r.export.lost && !r.stop.cut)
+  /* After a failure or a stop (flushed on the main loop already), no wait
+   * for the server to close: a signal in it would replace the message
+   * below, and the first signal's code, with its own. */
+  if (!r.export.lost && !r.stop.cut && !r.error)
     nbd_export_finish (&r.export);
   signal_watch_free (signals);
   if (!r.complete_frozen && g_queue_is_empty (&r.commands))

@@ -400,9 +400,15 @@ relay_copy (const struct ferry_options *options, const struct address *address, 
             int go, pid_t child, struct remote_copy *rc, char **command, GError **error)
 {
   struct relay_config config = options->relay;
+  g_autofree char *connecting = g_strdup_printf (" while connecting to %s\n", options->address);
 
   *command = remote_command (options);
+  /* libssh's handshake and login retry their poll on EINTR: a host that
+   * never answers would make SIGTERM wait for its timeout.  The local half
+   * sees its pipe close, and ends without a word. */
+  signal_watch_exit_on_stop (connecting);
   rc->channel = endpoint_ssh_exec (address, &options->connect, *command, error);
+  signal_watch_exit_on_stop (NULL);
   if (rc->channel == NULL)
     return false;
   rc->host = g_strdup (rc->channel->name);

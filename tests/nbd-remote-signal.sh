@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# SIGTERM to the local ferry mid-upload and mid-download: the stop reaches
-# both halves, the remote side's last line still comes back naming the
-# host, and ferry exits 143 within seconds, leaving no process behind.
+# SIGTERM to the local ferry mid-upload and mid-download: the local half
+# stops by the stream mode's rules, the remote side's last line still
+# comes back naming the host, and ferry exits 143 within seconds, leaving
+# no process behind.
 # Then the cuts: a second signal, or --drain-timeout, ends it at once with
 # one line.
 #
@@ -67,10 +68,10 @@ for way in up down; do
     assert_contains "$T/$way.err" "ferry: $host: " "$way: a line from the remote side"
 done
 
-# The cuts, with a local half that cannot end by itself: it inherits
-# SIGTERM and SIGHUP ignored (ferry catches them), and is stopped
-# (SIGSTOP), for a stream mode that would catch them too.  A second
-# signal, then --drain-timeout.
+# The cuts, with a local half that cannot end by itself: it is stopped
+# (SIGSTOP); the ferry command starts with TERM and HUP ignored, so that a
+# passed-on signal cannot kill the half before its stream mode catches
+# them.  A second signal, then --drain-timeout.
 ignored="TERM HUP"
 way=up
 start_copy $way
@@ -89,3 +90,23 @@ kill -HUP "$pid"
 expect_end "--drain-timeout" 129 4
 assert_eq "ferry: stopped by SIGHUP: the copy did not end within --drain-timeout 1 s: exiting at once" \
     "$(cat "$T/$way.err")" "--drain-timeout: the one line"
+
+# An ssh server that accepts and never speaks: SIGTERM during the
+# handshake ends ferry at once (libssh would wait for its timeout), and
+# the local half, still waiting for the go, ends without a word.
+need nc
+port=$(free_port)
+bg nc -l 127.0.0.1 "$port"
+wait_for_port "$port"
+address="ssh://root@127.0.0.1:$port?keyfile=$SSH_KEY"
+"$FERRY" --nbd-send="$(uri src)" --remote-nbd-receive="$(uri dst)" "$address" 2> "$T/mute.err" &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+rc=0
+wait_exit 3 "$pid" || rc=$?
+assert_eq 143 "$rc" "SIGTERM during the ssh handshake: exit code"
+assert_eq "ferry: stopped by SIGTERM while connecting to $address" "$(cat "$T/mute.err")" \
+    "SIGTERM during the ssh handshake: the one line"
+! pgrep -f -- "--remote-nbd-receive=$(uri dst) $address" > /dev/null ||
+    fail "a half is left after SIGTERM during the handshake"

@@ -91,10 +91,26 @@ lingering=$LAST_PID
 "$FERRY" --nbd-receive="$(uri lingering)" < "$T/s.stream" 2> "$T/err" & track $!
 receiver=$!
 wait_until 10 catches_signals "$receiver"
-sleep 1                                 # 32 MiB applied by then
+# The whole stream read (stdin is the file: its offset says), then a
+# moment for the last writes and the flush.
+read_all () { [ "$(awk '/^pos:/ { print $2 }' "/proc/$receiver/fdinfo/0")" -eq "$(stat -c %s "$T/s.stream")" ]; }
+wait_until 20 read_all
+sleep 0.5
 kill -TERM "$receiver"
 wait_rc 3 "$receiver"
 assert_eq 143 "$rc" "exit code after SIGTERM while disconnecting"
 assert_eq "ferry: stopped by SIGTERM while disconnecting from $(uri lingering)" "$(cat "$T/err")" \
     "the line after SIGTERM while disconnecting"
 kill -9 "$lingering"                    # not 10 s more for its close
+
+# The same slow close after a damaged stream: the receiver, already
+# flushed, does not wait for it, so no signal can replace its message and
+# its exit code.
+serve lingering2 --filter=delay memory size=$size delay-close=10
+lingering=$LAST_PID
+head -c $((len / 2)) "$T/s.stream" > "$T/half.stream"
+rc=0
+within 5 "$FERRY" --nbd-receive="$(uri lingering2)" < "$T/half.stream" 2> "$T/err" || rc=$?
+assert_ferry_error 21 "$rc" "$T/err" "stream truncated"
+assert_contains "$T/err" "is complete up to offset" "the truncated stream's line"
+kill -9 "$lingering"
