@@ -4,11 +4,14 @@
  * in flight, up to a cap per direction, so throughput is bounded by window
  * sizes over the round trip, as on a real link.
  *
- *   delay-proxy LISTEN-PORT TARGET-PORT DELAY-MS
+ *   delay-proxy LISTEN-PORT TARGET-PORT DELAY-MS [COUNT-FILE]
  *
  * Listens on 127.0.0.1:LISTEN-PORT; every accepted connection (in a child
  * process) is relayed to 127.0.0.1:TARGET-PORT.  A half-close is passed on
- * after the bytes before it.  Only for benchmarks. */
+ * after the bytes before it.  With COUNT-FILE, the bytes delivered over all
+ * connections so far are kept there, live, as two native uint64s: towards
+ * TARGET-PORT, then back (read it with `od -An -tu8`).  Only for
+ * benchmarks. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -41,10 +45,13 @@ struct dir {
   int src, dst;
   struct chunk *head, *tail;
   size_t queued;
+  uint64_t *counter;          /* in delivered[], if counting */
   bool eof, shut;
 };
 
 static int64_t delay_us;
+/* COUNT-FILE's two counters, shared by every connection's process; or NULL. */
+static uint64_t *delivered;
 
 static int64_t
 now_us (void)
@@ -100,6 +107,8 @@ dir_write (struct dir *d, int64_t now)
       return errno == EAGAIN || errno == EINTR;
     c->off += (size_t) n;
     d->queued -= (size_t) n;
+    if (delivered)
+      __atomic_add_fetch (d->counter, (uint64_t) n, __ATOMIC_RELAXED);
     if (c->off < c->len)
       return true;
     d->head = c->next;
@@ -118,6 +127,11 @@ static void
 relay (int a, int b)
 {
   struct dir dirs[2] = { { .src = a, .dst = b }, { .src = b, .dst = a } };
+
+  if (delivered) {
+    dirs[0].counter = &delivered[0];
+    dirs[1].counter = &delivered[1];
+  }
 
   while (!(dirs[0].shut && dirs[1].shut)) {
     struct pollfd pfd[4];
@@ -157,11 +171,20 @@ main (int argc, char **argv)
   struct sockaddr_in sin = { .sin_family = AF_INET };
   int one = 1, lfd;
 
-  if (argc != 4) {
-    fprintf (stderr, "usage: delay-proxy LISTEN-PORT TARGET-PORT DELAY-MS\n");
+  if (argc != 4 && argc != 5) {
+    fprintf (stderr, "usage: delay-proxy LISTEN-PORT TARGET-PORT DELAY-MS [COUNT-FILE]\n");
     return 2;
   }
   delay_us = atoll (argv[3]) * 1000;
+  if (argc == 5) {
+    int fd = open (argv[4], O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ftruncate (fd, 2 * sizeof *delivered) < 0)
+      die (argv[4]);
+    delivered = mmap (NULL, 2 * sizeof *delivered, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (delivered == MAP_FAILED)
+      die ("mmap");
+    close (fd);
+  }
   signal (SIGCHLD, SIG_IGN);
   signal (SIGPIPE, SIG_IGN);
   sin.sin_addr.s_addr = htonl (INADDR_LOOPBACK);

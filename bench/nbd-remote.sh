@@ -1,0 +1,381 @@
+#!/usr/bin/env bash
+# bench/nbd-remote.sh: the remote stream mode (one command, ferry's own ssh)
+# against the ways to copy an NBD export over one OpenSSH session, in one
+# run of interleaved rounds, ratios printed (issue 16's table).
+#
+#   upload     local SRC -> DST on the ssh host:
+#                ferry --nbd-send=SRC --remote-nbd-receive=DST --streams=N ssh://...
+#                the same with one channel (--streams=1, or today's ferry)
+#                ferry --nbd-send=SRC | ssh HOST ferry --nbd-receive=DST
+#                nbdcopy --connections=N SRC through ferry -l -k unix:L ssh://HOST/DST.sock
+#   download   SRC on the ssh host -> local DST: --streams=N, one channel, and
+#                ssh HOST ferry --nbd-send=SRC | ferry --nbd-receive=DST
+#   re-sync    into a copy of SRC with 1% of its 64 KiB blocks overwritten:
+#                --delta against a full copy, with the same channels
+#
+# SRC is nbdkit sparse-random (SIZE, 25% data); every DST is a fresh nbdkit
+# memory export, checked against SRC's digest after each run.  Every link
+# goes through bench/delay-proxy.c: DELAY ms each way (this kernel has no
+# netem), then 0 ms as the loopback rows; it counts the bytes on the wire.
+# Each ferry, local and remote (the remote ones run under sshd through a
+# timing wrapper), reports CPU seconds and peak RSS via /usr/bin/time.
+# Contenders that need an option this ferry lacks are reported as n/a.
+# Only reports; asserts nothing.  See bench/README.md.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+usage () {
+    cat <<'EOF'
+usage: bench/nbd-remote.sh [OPTIONS]
+  --rounds N       interleaved rounds (default 3)
+  --size SIZE      the source's size, nbdkit's form: 1G, 256M (default 1G)
+  --delay-ms MS    delay each way on the delayed link (default 25: 50 ms RTT)
+  --streams N      channels for --streams and nbdcopy's connections (default 4)
+  --timeout SECS   kill a contender that runs longer than SECS (default 900)
+  --ferry PATH     bench this ferry (default: build one in bench/.build-nbd-remote)
+EOF
+}
+rounds=3 size=1G delay_ms=25 streams=4 timeout_s=900 ferry=
+while [ $# -gt 0 ]; do
+    case $1 in -h|--help) usage; exit 0 ;; esac
+    [ $# -ge 2 ] || { usage >&2; exit 2; }
+    case $1 in
+    --rounds) rounds=$2 ;;
+    --size) size=$2 ;;
+    --delay-ms) delay_ms=$2 ;;
+    --streams) streams=$2 ;;
+    --timeout) timeout_s=$2 ;;
+    --ferry) ferry=$2 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+    shift 2
+done
+for n in "$rounds" "$delay_ms" "$streams" "$timeout_s"; do
+    [[ $n =~ ^[0-9]+$ ]] || { echo "bench: not a number: '$n'" >&2; exit 2; }
+done
+size_bytes=$(numfmt --from=iec "$size") ||
+    { echo "bench: not a size: '$size'" >&2; exit 2; }
+ferry_origin="given with --ferry"
+if [ -z "$ferry" ]; then
+    build=$here/.build-nbd-remote
+    [ -d "$build" ] || meson setup --buildtype=release "$build" "$top" > /dev/null
+    ninja -C "$build" src/ferry src/ferry-nbd-stream.so > /dev/null   # the stream mode is the module
+    ferry=$build/src/ferry
+    ferry_origin="built from git $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'), release"
+fi
+[ -x "$ferry" ] || { echo "bench: no ferry binary at $ferry" >&2; exit 2; }
+FERRY=$(realpath "$ferry")
+export FERRY
+set +u
+. "$top/tests/lib.sh"
+. "$top/tests/lib-sshd.sh"
+set -u
+need nbdkit nbdcopy qemu-io /usr/bin/time cc python3 od numfmt timeout
+
+# The options the contenders may need: a missing one makes them n/a.
+ferry_help=$("$FERRY" --help-all 2>&1)
+has_option () { [[ $ferry_help =~ (^|[[:space:]])--$1([=[:space:]]|$) ]]; }
+streams_args=() one_channel=()
+if has_option streams; then
+    streams_args=(--streams="$streams") one_channel=(--streams=1)
+fi
+missing_for () {  # CONTENDER -> the option it needs that ferry lacks, or nothing
+    case $1 in
+    *-streams) has_option streams || echo --streams ;;
+    resync-delta) has_option delta || echo --delta ;;
+    esac
+}
+# The re-sync pair uses --streams=N when ferry has it, else one channel.
+resync_delta="ferry --streams=$streams --delta" resync_full="ferry --streams=$streams (full copy)"
+if [ ${#streams_args[@]} -eq 0 ]; then
+    resync_delta="ferry --delta (one channel)" resync_full="ferry (one channel, full copy)"
+fi
+label () {
+    case $1 in
+    up-streams|down-streams) echo "ferry --streams=$streams" ;;
+    up-one|down-one) echo "ferry, one channel (its own ssh)" ;;
+    up-openssh) echo "ferry --nbd-send \\| ssh HOST ferry --nbd-receive" ;;
+    up-nbdcopy) echo "nbdcopy --connections=$streams, ferry -l tunnel" ;;
+    down-openssh) echo "ssh HOST ferry --nbd-send \\| ferry --nbd-receive" ;;
+    resync-delta) echo "$resync_delta" ;;
+    resync-full) echo "$resync_full" ;;
+    esac
+}
+contenders_up=(up-streams up-one up-openssh up-nbdcopy)
+contenders_down=(down-streams down-one down-openssh)
+contenders_resync=(resync-delta resync-full)
+
+serve () {  # NAME ARGS...: nbdkit on $T/NAME.sock; its PID in $LAST_PID
+    local name=$1; shift
+    bg nbdkit -f -U "$T/$name.sock" "$@"
+    wait_for_socket "$T/$name.sock"
+}
+uri () { echo "nbd+unix:///?socket=$T/$1.sock"; }
+stop () { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+serve src sparse-random size="$size" seed=2 percent=25
+src=$(uri src) dst=$(uri dst)
+"$FERRY" -v --nbd-send="$src" 2> "$T/src.v" > /dev/null
+data_bytes=$(sed -n 's/.* data=\([0-9]*\).*/\1/p' "$T/src.v")
+src_digest=$(sed -n 's/.* digest=\([0-9a-f]*\).*/\1/p' "$T/src.v")
+if [ -z "$data_bytes" ] || [ -z "$src_digest" ]; then
+    echo "bench: no summary from ferry -v --nbd-send: $(cat "$T/src.v")" >&2; exit 1
+fi
+
+# The remote ferry: whatever runs `ferry` on the ssh host (the OpenSSH
+# contenders, --remote-helper) runs it under /usr/bin/time, one line per
+# process in $T/remote.times.
+mkdir "$T/bin"
+cat > "$T/bin/ferry" <<WRAPPER
+#!/bin/sh
+exec /usr/bin/time -a -o '$T/remote.times' -f '%U %S %M' '$FERRY' "\$@"
+WRAPPER
+chmod +x "$T/bin/ferry"
+start_sshd bench "$T/bin:/usr/bin:/bin"
+user=$(id -un)
+cc -O2 -o "$T/delay-proxy" "$here/delay-proxy.c"
+declare -A link_port
+for link in rtt loopback; do
+    port=$(free_port) delay=$delay_ms
+    [ "$link" = loopback ] && delay=0
+    bg "$T/delay-proxy" "$port" "$SSHD_PORT" "$delay" "$T/wire.$link"
+    wait_for_port "$port"
+    echo "[127.0.0.1]:$port $(cut -d' ' -f1-2 "$SSH_DIR/host_ed25519.pub")" >> "$SSH_DIR/known_hosts"
+    link_port[$link]=$port
+done
+
+# --- the contenders: each copies $src to $dst over $port -------------------
+TIME=(/usr/bin/time -a -f '%U %S %M')
+limit=(timeout -k 5 "$timeout_s")
+pipe_ok () { local s; for s in "$@"; do [ "$s" = 0 ] || return 1; done; }
+own_ssh () {  # ARGS...: ferry's remote stream mode, timed into local.times
+    "${limit[@]}" env HOME="$SSH_HOME" SSH_AUTH_SOCK= "${TIME[@]}" -o "$T/local.times" \
+        "$FERRY" --remote-helper="$T/bin/ferry" "$@" "ssh://$user@127.0.0.1:$port?keyfile=$SSH_KEY"
+}
+openssh () {  # REMOTE-COMMAND: through the OpenSSH client, timed into other.times
+    "${limit[@]}" "${TIME[@]}" -o "$T/other.times" "$SSH_CMD" -p "$port" 127.0.0.1 "$1"
+}
+local_ferry () { "${limit[@]}" "${TIME[@]}" -o "$T/local.times" "$FERRY" "$@"; }
+
+run_contender () {  # NAME
+    case $1 in
+    up-streams) own_ssh --nbd-send="$src" --remote-nbd-receive="$dst" "${streams_args[@]}" ;;
+    up-one) own_ssh --nbd-send="$src" --remote-nbd-receive="$dst" "${one_channel[@]}" ;;
+    up-openssh)
+        local_ferry --nbd-send="$src" | openssh "ferry --nbd-receive='$dst'"
+        pipe_ok "${PIPESTATUS[@]}" ;;
+    up-nbdcopy) tunnel_copy ;;
+    down-streams) own_ssh --nbd-receive="$dst" --remote-nbd-send="$src" "${streams_args[@]}" ;;
+    down-one) own_ssh --nbd-receive="$dst" --remote-nbd-send="$src" "${one_channel[@]}" ;;
+    down-openssh)
+        openssh "ferry --nbd-send='$src'" | local_ferry --nbd-receive="$dst"
+        pipe_ok "${PIPESTATUS[@]}" ;;
+    resync-delta) own_ssh --nbd-send="$src" --remote-nbd-receive="$dst" "${streams_args[@]}" --delta ;;
+    resync-full) own_ssh --nbd-send="$src" --remote-nbd-receive="$dst" "${streams_args[@]}" ;;
+    esac
+}
+
+# nbdcopy through an NBD tunnel: a fresh ferry -l -k per run (its ssh
+# session is part of the time, as every contender's is), stopped with
+# SIGTERM after the copy; /usr/bin/time is its parent, so it reports it.
+tunnel_copy () {
+    local timer rc=0
+    rm -f "$T/tunnel.sock"
+    env HOME="$SSH_HOME" SSH_AUTH_SOCK= "${TIME[@]}" -o "$T/local.times" "$FERRY" -l -k \
+        "unix:$T/tunnel.sock" "ssh://$user@127.0.0.1:$port$T/dst.sock?proxy=direct&keyfile=$SSH_KEY" \
+        2>> "$T/run.err" &
+    timer=$!
+    track "$timer"
+    wait_for_socket "$T/tunnel.sock"
+    "${limit[@]}" "${TIME[@]}" -o "$T/other.times" \
+        nbdcopy --connections="$streams" "$src" "nbd+unix:///?socket=$T/tunnel.sock" || rc=$?
+    pkill -TERM -P "$timer" || true   # ferry, the child of this /usr/bin/time
+    if ! wait "$timer" && [ "$rc" = 0 ]; then rc=1; fi
+    return "$rc"
+}
+
+# The re-sync's destination: a copy of SRC with 1% of its 64 KiB blocks
+# (at least one), chosen at random with a fixed seed, overwritten.
+blocks_changed=$(python3 -c "print(max(1, $size_bytes // 65536 // 100))")
+mapfile -t change_cmds < <(python3 - "$size_bytes" "$blocks_changed" <<'PY'
+import random, sys
+size, n = int(sys.argv[1]), int(sys.argv[2])
+for b in sorted(random.Random(16).sample(range(size // 65536), n)):
+    print("-c")
+    print(f"write -P 0xa5 {b * 65536} 64k")
+PY
+)
+prepare_resync () {
+    nbdcopy "$src" "$dst"
+    qemu-io -f raw "${change_cmds[@]}" "$dst" > /dev/null
+    [ "$("$FERRY" --nbd-digest="$dst" | cut -d' ' -f1)" != "$src_digest" ] ||
+        { echo "bench: qemu-io changed nothing in the re-sync's destination" >&2; exit 1; }
+}
+
+wire () { od -An -tu8 "$T/wire.$1" | awk '{ printf "%s %s", $1, $2 }'; }
+times_of () {  # FILE -> "CPU-SECONDS MAX-RSS-KIB COUNT" over its processes
+    awk 'NF == 3 && $1 ~ /^[0-9.]+$/ { cpu += $1 + $2; if ($3 > rss) rss = $3; n++ }
+         END { printf "%.3f %d %d", cpu, rss, n }' "$1" 2>/dev/null || echo "0 0 0"
+}
+
+# One measured run into $T/raw: round link scenario contender status
+# seconds, local/remote/other "cpu rss n", wire bytes up and down.
+run_one () {  # ROUND LINK SCENARIO CONTENDER
+    local round=$1 link=$2 scenario=$3 name=$4 dst_pid status=ok t0 t1 w0 w1 got
+    port=${link_port[$link]}
+    serve dst memory size="$size"
+    dst_pid=$LAST_PID
+    [ "$scenario" = resync ] && prepare_resync
+    rm -f "$T/local.times" "$T/remote.times" "$T/other.times"
+    : > "$T/run.err"
+    w0=$(wire "$link")
+    t0=$EPOCHREALTIME
+    run_contender "$name" 2>> "$T/run.err" || status=failed
+    t1=$EPOCHREALTIME
+    w1=$(wire "$link")
+    if [ "$status" = ok ]; then
+        got=$("$FERRY" --nbd-digest="$dst" 2>> "$T/run.err" | cut -d' ' -f1) || true
+        [ "$got" = "$src_digest" ] || status=wrong
+    fi
+    if [ "$status" != ok ]; then
+        echo "bench: $link $name: $status: $(tail -n 3 "$T/run.err" | paste -sd'|')" >&2
+    fi
+    stop "$dst_pid"
+    rm -f "$T/dst.sock"   # nbdkit leaves it, and would not bind it again
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$link" "$scenario" "$name" \
+        "$status" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" "$(times_of "$T/local.times")" \
+        "$(times_of "$T/remote.times")" "$(times_of "$T/other.times")" \
+        "$(echo "$w0 $w1" | awk '{ print $3 - $1 }')" "$(echo "$w0 $w1" | awk '{ print $4 - $2 }')" \
+        >> "$T/raw"
+}
+
+: > "$T/raw"
+for name in "${contenders_up[@]}" "${contenders_down[@]}" "${contenders_resync[@]}"; do
+    why=$(missing_for "$name")
+    [ -z "$why" ] || printf '%s\tn/a (ferry lacks %s)\n' "$name" "$why"
+done > "$T/na"
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
+echo "bench/nbd-remote.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs (${cpu_model:-unknown CPU})"
+echo "ferry: $FERRY ($("$FERRY" --version 2>/dev/null | head -n1 || echo '?'), $ferry_origin)"
+echo "source: nbdkit sparse-random size=$size percent=25 ($data_bytes data bytes); destinations: fresh nbdkit memory"
+echo "links: delay-proxy, $delay_ms ms each way ($((2 * delay_ms)) ms RTT), and 0 ms (loopback); rounds: $rounds, contenders rotated each round"
+echo "this ferry: --streams $(has_option streams && echo yes || echo no), --delta $(has_option delta && echo yes || echo no)"
+echo "re-sync: $blocks_changed of $((size_bytes / 65536)) 64 KiB blocks overwritten before each run"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$SECONDS
+for ((r = 1; r <= rounds; r++)); do
+    for link in rtt loopback; do
+        for scenario in up down resync; do
+            declare -n list=contenders_$scenario
+            order=("${list[@]}")
+            unset -n list
+            n=${#order[@]}
+            printf '[round %d/%d] %s %s:' "$r" "$rounds" "$link" "$scenario" >&2
+            for ((i = 0; i < n; i++)); do
+                name=${order[(i + r - 1) % n]}
+                if [ -n "$(missing_for "$name")" ]; then
+                    printf ' %s (n/a)' "$name" >&2
+                    continue
+                fi
+                printf ' %s' "$name" >&2
+                run_one "$r" "$link" "$scenario" "$name"
+            done
+            echo >&2
+        done
+    done
+done
+echo "load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg); bench took $((SECONDS - started)) s"
+echo
+
+labels=$T/labels
+for name in "${contenders_up[@]}" "${contenders_down[@]}" "${contenders_resync[@]}"; do
+    printf '%s\t%s\t%s\n' "$name" "${name%%-*}" "$(label "$name")"
+done > "$labels"
+python3 - "$T/raw" "$T/na" "$labels" "$size_bytes" "$data_bytes" "$delay_ms" "$streams" <<'PY'
+import collections, statistics, sys
+raw, na_file, labels_file = sys.argv[1:4]
+size, data, delay, streams = (int(x) for x in sys.argv[4:8])
+na = dict(l.rstrip("\n").split("\t") for l in open(na_file))
+label, scenario_of = {}, {}
+for l in open(labels_file):
+    name, scenario_of[name], label[name] = l.rstrip("\n").split("\t")
+scenario_text = {"up": "upload", "down": "download", "resync": "re-sync"}
+runs = collections.defaultdict(dict)   # (link, contender) -> round -> record
+for line in open(raw):
+    f = line.rstrip("\n").split("\t")
+    rnd, link, scenario, name, status, secs = f[:6]
+    lc, lr, ln = f[6].split(); rc, rr, rn = f[7].split(); oc, orss, on = f[8].split()
+    runs[link, name][rnd] = dict(status=status, secs=float(secs),
+        local=(float(lc), int(lr), int(ln)), remote=(float(rc), int(rr), int(rn)),
+        other=(float(oc), int(orss), int(on)), up=int(f[9]), down=int(f[10]))
+gib, mib = size / 2**30, 2**20
+size_text = f"{size / 2**30:g} GiB" if size >= 2**30 else f"{size / mib:g} MiB"
+
+def ok(link, name):
+    return {r: v for r, v in runs.get((link, name), {}).items() if v["status"] == "ok"}
+def why_not(link, name):
+    if name in na:
+        return na[name]
+    bad = [v["status"] for v in runs.get((link, name), {}).values() if v["status"] != "ok"]
+    return f"{bad[0]} in {len(bad)} rounds" if bad else "not run"
+def med(link, name, key):
+    return statistics.median(key(v) for v in ok(link, name).values())
+def secs_cell(link, name):
+    return f"{med(link, name, lambda v: v['secs']):.2f}" if ok(link, name) else why_not(link, name)
+
+rows = [  # scenario, ferry, against, target (on the delayed link)
+    ("upload", "up-streams", "up-openssh", ">= 3x faster"),
+    ("upload", "up-streams", "up-nbdcopy", ">= 1.5x faster"),
+    ("download", "down-streams", "down-openssh", ">= 3x faster"),
+    ("re-sync after 1% of 64 KiB blocks changed", "resync-delta", "resync-full",
+     ">= 10x faster, and <= 3% of the data bytes on the wire"),
+    ("upload, one channel", "up-one", "up-openssh", "-"),
+    ("download, one channel", "down-one", "down-openssh", "-"),
+    ("upload, channels", "up-streams", "up-one", "-"),
+    ("download, channels", "down-streams", "down-one", "-"),
+]
+links = (("rtt", f"{2 * delay} ms RTT"), ("loopback", "loopback"))
+print(f"median seconds over the rounds; ratio: the median over the rounds of the against's seconds / ferry's in the same round")
+print(f"| scenario ({size_text}, 25% data) | ferry | s | against | s | ratio | target |")
+print("|---|---|---|---|---|---|---|")
+for link, link_text in links:
+    for scenario, a, b, target in rows:
+        ra, rb = ok(link, a), ok(link, b)
+        common = sorted(set(ra) & set(rb))
+        ratio = (f"{statistics.median(rb[r]['secs'] / ra[r]['secs'] for r in common):.2f}x"
+                 if common else "n/a")
+        if a == "resync-delta" and ra:
+            w = med(link, a, lambda v: v["up"] + v["down"])
+            ratio += f", wire {100 * w / data:.1f}% of data"
+        print(f"| {scenario}, {link_text} | {label[a]} | {secs_cell(link, a)} | {label[b]} "
+              f"| {secs_cell(link, b)} | {ratio} | {target if link == 'rtt' else '-'} |")
+
+print()
+print("per contender (medians): CPU s per GiB of image, peak RSS in MiB; 'remote' is every")
+print("ferry run on the ssh host (n processes, CPU summed, RSS the largest); 'other' is the")
+print("ssh client or nbdcopy; wire: bytes through delay-proxy, both ways, over the data bytes")
+print("| link | scenario | contender | s | MiB/s | wire MiB up / down | wire / data | local ferry CPU | RSS "
+      "| remote ferries n | CPU | RSS | other CPU |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for link, link_text in links:
+    for name in label:
+        got = ok(link, name)
+        first = f"| {link_text} | {scenario_text[scenario_of[name]]} | {label[name]}"
+        if not got:
+            print(f"{first} | {why_not(link, name)} |" + " |" * 9)
+            continue
+        m = lambda key: med(link, name, key)
+        secs, up, down = m(lambda v: v["secs"]), m(lambda v: v["up"]), m(lambda v: v["down"])
+        def cpu_rss(side):
+            if not m(lambda v: v[side][2]):
+                return "-", "-"
+            return f"{m(lambda v: v[side][0]) / gib:.2f}", f"{m(lambda v: v[side][1]) / 1024:.1f}"
+        lcpu, lrss = cpu_rss("local")
+        rcpu, rrss = cpu_rss("remote")
+        ocpu, _ = cpu_rss("other")
+        print(f"{first} | {secs:.2f} | {size / mib / secs:.1f} "
+              f"| {up / mib:.2f} / {down / mib:.2f} | {(up + down) / data:.3f} | {lcpu} | {lrss} "
+              f"| {m(lambda v: v['remote'][2]):g} | {rcpu} | {rrss} | {ocpu} |")
+failed = [(k, r, v["status"]) for k, rs in runs.items() for r, v in rs.items() if v["status"] != "ok"]
+for (link, name), r, status in failed:
+    print(f"round {r}: {link} {name}: {status} (left out of the medians)")
+PY
