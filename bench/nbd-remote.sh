@@ -352,16 +352,17 @@ for link, link_text in links:
 print()
 print("per contender (medians): CPU s per GiB of image, peak RSS in MiB; 'remote' is every")
 print("ferry run on the ssh host (n processes, CPU summed, RSS the largest); 'other' is the")
-print("ssh client or nbdcopy; wire: bytes through delay-proxy, both ways, over the data bytes")
-print("| link | scenario | contender | s | MiB/s | wire MiB up / down | wire / data | local ferry CPU | RSS "
-      "| remote ferries n | CPU | RSS | other CPU |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("ssh client or nbdcopy; MiB/s of the image's size and of its data bytes; wire: bytes")
+print("through delay-proxy, both ways, over the data bytes")
+print("| link | scenario | contender | s | image MiB/s | data MiB/s | wire MiB up / down | wire / data "
+      "| local ferry CPU | RSS | remote ferries n | CPU | RSS | other CPU |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for link, link_text in links:
     for name in label:
         got = ok(link, name)
         first = f"| {link_text} | {scenario_text[scenario_of[name]]} | {label[name]}"
         if not got:
-            print(f"{first} | {why_not(link, name)} |" + " |" * 9)
+            print(f"{first} | {why_not(link, name)} |" + " |" * 10)
             continue
         m = lambda key: med(link, name, key)
         secs, up, down = m(lambda v: v["secs"]), m(lambda v: v["up"]), m(lambda v: v["down"])
@@ -372,7 +373,7 @@ for link, link_text in links:
         lcpu, lrss = cpu_rss("local")
         rcpu, rrss = cpu_rss("remote")
         ocpu, _ = cpu_rss("other")
-        print(f"{first} | {secs:.2f} | {size / mib / secs:.1f} "
+        print(f"{first} | {secs:.2f} | {size / mib / secs:.1f} | {data / mib / secs:.1f} "
               f"| {up / mib:.2f} / {down / mib:.2f} | {(up + down) / data:.3f} | {lcpu} | {lrss} "
               f"| {m(lambda v: v['remote'][2]):g} | {rcpu} | {rrss} | {ocpu} |")
 failed = [(k, r, v["status"]) for k, rs in runs.items() for r, v in rs.items() if v["status"] != "ok"]
