@@ -4,6 +4,8 @@
 # ferry's exit codes and messages stay what the scenarios expect.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-fault.sh"
+# The faults, not the volume, are the point: 16 MiB per client.
+export FERRY_TEST_FORWARD_MIB=16
 # All of them in the plain build; in the deferred-unref and sanitizer
 # builds, which run the scenarios themselves anyway, two of them.
 if [ -n "${FERRY_TEST_PLAIN:-}" ]; then
