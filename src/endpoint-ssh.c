@@ -511,15 +511,20 @@ struct endpoint *
 endpoint_ssh_exec (const struct address *a, const struct connect_options *opts,
                    const char *command, GError **error)
 {
-  static int (*const exec[]) (void *) = { step_session, step_exec };
   g_autoptr (FerrySshConn) conn = ferry_ssh_conn_new (a, opts, error);
+
+  return conn ? endpoint_ssh_exec_on (conn, command, error) : NULL;
+}
+
+struct endpoint *
+endpoint_ssh_exec_on (struct ferry_ssh_conn *conn, const char *command, GError **error)
+{
+  static int (*const exec[]) (void *) = { step_session, step_exec };
   struct open_step step = { .command = command };
   g_autofree char *why = NULL;
   ssh_channel channel;
   struct channel_endpoint *se;
 
-  if (conn == NULL)
-    return NULL;
   channel = open_channel (conn, &step, exec, G_N_ELEMENTS (exec), &why);
   if (channel == NULL) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "%s: cannot run '%s': %s",
