@@ -316,6 +316,11 @@ channel_endpoint_free (struct endpoint *ep)
     g_string_free (se->stderr_line, TRUE);
   }
   if (se->channel) {
+    /* libssh keeps a channel freed before the server closed it, and would
+     * call its callbacks (here, in @se) for the packets still to come:
+     * with other channels on the session (--streams), it reads them. */
+    if (se->callbacks.userdata)
+      ssh_remove_channel_callbacks (se->channel, &se->callbacks);
     ssh_channel_close (se->channel);
     ssh_channel_free (se->channel);
     ferry_ssh_conn_update (se->conn, NULL);
