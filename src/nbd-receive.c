@@ -805,6 +805,15 @@ nbd_receive_main (const struct nbd_stream_options *options)
     if (rc == FERRY_EXIT_DIGEST || rc == FERRY_EXIT_TOO_SMALL ||
         (!r.header_seen && !options->raw))
       ferry_error ("%s", r.error->message);
+    else if (r.parser.ranged && r.range_open)
+      /* The ranges before were answered: complete, and flushed with it. */
+      ferry_error ("%s; in its range %" PRId64 " (offset %" PRIu64 ", %" PRIu64 " bytes), %s "
+                   "is complete up to offset %" PRIu64 "%s", r.error->message, r.range.index,
+                   r.range.offset, r.range.length, r.export.name, MAX (r.complete, r.range.offset),
+                   r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)");
+    else if (r.parser.ranged)
+      ferry_error ("%s; the ranges %s answered for are complete%s", r.error->message,
+                   r.export.name, r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)");
     else
       ferry_error ("%s; %s is complete up to offset %" PRIu64 "%s", r.error->message,
                    r.export.name, r.complete,

@@ -73,6 +73,7 @@ struct remote_channel {
   unsigned number;            /* from 1, for messages */
   char *who;                  /* "USER@HOST:PORT", or with --streams
                                  "USER@HOST:PORT (stream N)" */
+  char *channel_name;         /* "USER@HOST:PORT" */
   char *command;              /* the remote half's command line */
   struct relay *relay;        /* until it is done */
   bool relay_done;
@@ -738,6 +739,7 @@ start_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
   c->channel = endpoint_ssh_exec_on (rc->conn, c->command, error);
   if (c->channel == NULL)
     return false;
+  c->channel_name = g_strdup (c->channel->name);
   c->who = rc->ranged ? g_strdup_printf ("%s (stream %u)", c->channel->name, c->number)
                       : g_strdup (c->channel->name);
   if (write (c->go, "g", 1) != 1) {
@@ -942,7 +944,7 @@ copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
   complete = rc->size_known && rc->composed == rc->n_ranges;
   if (code == FERRY_EXIT_OK && !complete) {
     ferry_error ("%s: the streams ended with %" PRIu64 " of %" PRIu64 " ranges copied",
-                 rc->ch[0].who, rc->composed, rc->n_ranges);
+                 rc->ch[0].channel_name, rc->composed, rc->n_ranges);
     code = stop_code ? stop_code : FERRY_EXIT_FAILURE;
   }
   if (o->verbose)
@@ -1014,6 +1016,7 @@ nbd_remote_main (const struct ferry_options *options)
       close (c->fd);
     stop_control (c);
     g_free (c->who);
+    g_free (c->channel_name);
     g_free (c->command);
     g_free (c->remote_signal);
   }

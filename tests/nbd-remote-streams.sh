@@ -37,3 +37,18 @@ check_streams_copy up "$(uri src)" "$(uri dst)"
 ! grep -q 'multi-conn' "$T/remote.err" || fail "a multi-conn note for nbdkit memory"
 remote_copy down "$(uri dst)" "$(uri back)" --streams=4 -v
 check_streams_copy down "$(uri dst)" "$(uri back)"
+
+# An image that ends inside a range and inside a block, over three
+# streams; and an empty one (no range at all) over two.
+serve odd sparse-random size=268500001 seed=3 percent=20
+serve odd-dst memory size=268500001
+remote_copy up "$(uri odd)" "$(uri odd-dst)" --streams=3 -v
+assert_eq 0 "$REMOTE_RC" "odd size: exit code"
+within 300 qemu-img compare -f raw -F raw "$(uri odd)" "$(uri odd-dst)" >&2 || fail "odd size: the copy differs"
+assert_eq "$("$FERRY" --nbd-digest="$(uri odd)" | cut -d' ' -f1)" \
+    "$(grep '^ferry: copy: ' "$T/remote.err" | summary_field /dev/stdin digest)" "odd size: digest"
+serve empty memory size=0
+serve empty-dst memory size=0
+remote_copy down "$(uri empty)" "$(uri empty-dst)" --streams=2 -v
+assert_eq 0 "$REMOTE_RC" "empty: exit code"
+assert_contains "$T/remote.err" "ferry: copy: streams=2 ranges=0 image=0 data=0 " "empty: summary"
