@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "blkhash.h"
 #include "error.h"
 #include "nbd-stream-format.h"
 
@@ -113,6 +114,37 @@ nbd_range_next (int fd, uint64_t size, const struct nbd_range *done, const uint8
 }
 
 bool
+nbd_range_hash_start (struct blkhash *hash, const struct nbd_range *range, uint8_t **blocks,
+                      bool *kicked, GError **error)
+{
+  g_free (*blocks);
+  *blocks = g_malloc (nbd_range_blocks (range, B) * STREAM_DIGEST_SIZE);
+  if (!blkhash_init (hash, range->length, B))
+    return ferry_set_error (error, FERRY_EXIT_FAILURE, "cannot set up SHA-256 (libcrypto)");
+  hash->blocks = *blocks;
+  blkhash_start_worker (hash, kicked);
+  return true;
+}
+
+/* One record of @type on the return direction (@what: the message, for
+ * errors). */
+static bool
+read_record (int fd, uint32_t type, const char *what, uint64_t *offset, uint64_t *length,
+             GError **error)
+{
+  uint8_t rec[STREAM_RECORD_SIZE];
+  g_autofree char *before = g_strdup_printf ("%s came", what);
+  uint32_t got;
+
+  if (!read_all (fd, rec, sizeof rec, before, error))
+    return false;
+  if (!stream_decode_record (rec, &got, offset, length) || got != type)
+    return ferry_set_error (error, FERRY_EXIT_STREAM, "not %s (a bad type or checksum) on "
+                            "the stream's return direction", what);
+  return true;
+}
+
+bool
 nbd_range_write_ready (int fd, GError **error)
 {
   uint8_t rec[STREAM_RECORD_SIZE];
@@ -124,16 +156,9 @@ nbd_range_write_ready (int fd, GError **error)
 bool
 nbd_range_read_ready (int fd, GError **error)
 {
-  uint8_t rec[STREAM_RECORD_SIZE];
-  uint32_t type;
   uint64_t offset, length;
 
-  if (!read_all (fd, rec, sizeof rec, "the receiver was ready", error))
-    return false;
-  if (!stream_decode_record (rec, &type, &offset, &length) || type != STREAM_READY)
-    return ferry_set_error (error, FERRY_EXIT_STREAM, "not the receiver's READY (a bad type "
-                            "or checksum) on the stream's return direction");
-  return true;
+  return read_record (fd, STREAM_READY, "the receiver's READY", &offset, &length, error);
 }
 
 bool
@@ -152,15 +177,10 @@ nbd_range_write_request (int fd, const struct nbd_range *range, uint64_t size,
 bool
 nbd_range_read_request (int fd, uint64_t size, struct nbd_range *range, GError **error)
 {
-  uint8_t rec[STREAM_RECORD_SIZE];
-  uint32_t type;
   uint64_t offset, length;
 
-  if (!read_all (fd, rec, sizeof rec, "the next range was asked for", error))
+  if (!read_record (fd, STREAM_REQUEST, "a range request", &offset, &length, error))
     return false;
-  if (!stream_decode_record (rec, &type, &offset, &length) || type != STREAM_REQUEST)
-    return ferry_set_error (error, FERRY_EXIT_STREAM, "not a range request (a bad type "
-                            "or checksum) on the stream's return direction");
   if (length == 0 && offset == size) {
     *range = (struct nbd_range) { -1, 0, 0 };
     return true;
@@ -195,21 +215,17 @@ nbd_range_read_digests (int fd, const struct nbd_range *range, uint8_t *digests,
                         GError **error)
 {
   size_t len = nbd_range_blocks (range, B) * STREAM_DIGEST_SIZE;
-  uint8_t rec[STREAM_RECORD_SIZE], crc[4];
-  uint32_t type;
+  uint8_t crc[4];
   uint64_t offset, length;
 
-  if (!read_all (fd, rec, sizeof rec, "the range's digests came back", error))
+  if (!read_record (fd, STREAM_DIGESTS, "the digests of the range", &offset, &length, error))
     return false;
-  if (!stream_decode_record (rec, &type, &offset, &length) || type != STREAM_DIGESTS)
-    return ferry_set_error (error, FERRY_EXIT_STREAM, "not the digests of a range (a bad "
-                            "type or checksum) on the stream's return direction");
   if (offset != range->offset || length != len)
     return ferry_set_error (error, FERRY_EXIT_STREAM, "digests for [%" PRIu64 ", %" PRIu64
                             " bytes of digests), expected the range at %" PRIu64 " (%zu)",
                             offset, length, range->offset, len);
-  if (!read_all (fd, digests, len, "the range's digests came back", error) ||
-      !read_all (fd, crc, sizeof crc, "the range's digests came back", error))
+  if (!read_all (fd, digests, len, "the digests of the range came", error) ||
+      !read_all (fd, crc, sizeof crc, "the digests of the range came", error))
     return false;
   if (((uint32_t) crc[0] << 24 | crc[1] << 16 | crc[2] << 8 | crc[3]) !=
       stream_crc32c (digests, len))

@@ -67,6 +67,12 @@ bool nbd_range_write_digests (int fd, const struct nbd_range *range, const uint8
 bool nbd_range_read_digests (int fd, const struct nbd_range *range, uint8_t *digests,
                              GError **error);
 
+struct blkhash;
+/* Hash @range on its own (as an image of its length) on a worker thread,
+ * its block digests into a new *@blocks (the old one freed). */
+bool nbd_range_hash_start (struct blkhash *hash, const struct nbd_range *range,
+                           uint8_t **blocks, bool *kicked, GError **error);
+
 /* The error domain of a return direction that closed (its code is
  * FERRY_EXIT_STREAM): the other half ended, and says why itself. */
 GQuark nbd_range_closed_quark (void);

@@ -349,6 +349,7 @@ static void
 begin_range (struct receiver *r, uint64_t offset, uint64_t length)
 {
   struct nbd_range got = { offset / NBD_RANGE_SIZE, offset, length };
+  GError *error = NULL;
 
   if (r->options->control_fd > 0 &&
       (offset != r->range.offset || length != r->range.length || r->range.index < 0)) {
@@ -364,15 +365,10 @@ begin_range (struct receiver *r, uint64_t offset, uint64_t length)
   }
   if (r->options->control_fd <= 0)
     r->range = got;
-  g_free (r->blocks);
-  r->blocks = g_malloc (nbd_range_blocks (&got, STREAM_BLOCK_SIZE) * STREAM_DIGEST_SIZE);
-  if (!blkhash_init (&r->hash, length, STREAM_BLOCK_SIZE)) {
-    set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_FAILURE,
-                                 "cannot set up SHA-256 (libcrypto)"));
+  if (!nbd_range_hash_start (&r->hash, &got, &r->blocks, &r->kicked, &error)) {
+    set_failure (r, error);
     return;
   }
-  r->hash.blocks = r->blocks;
-  blkhash_start_worker (&r->hash, &r->kicked);
   r->hashing = true;
   r->range_open = true;
   r->range_data = 0;

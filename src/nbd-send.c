@@ -540,17 +540,14 @@ start_range (struct sender *s, const struct nbd_range *range)
     g_array_append_val (s->map, all);
     s->map_end = s->end;
   }
-  g_free (s->blocks);
+  GError *error = NULL;
+
   g_free (s->answer);
-  s->blocks = g_malloc (digests);
   s->answer = g_malloc (digests);
-  if (!blkhash_init (&s->hash, range->length, B)) {
-    set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_FAILURE,
-                                 "cannot set up SHA-256 (libcrypto)"));
+  if (!nbd_range_hash_start (&s->hash, range, &s->blocks, &s->kicked, &error)) {
+    set_failure (s, error);
     return;
   }
-  s->hash.blocks = s->blocks;
-  blkhash_start_worker (&s->hash, &s->kicked);
   s->hashing = true;
   stream_encode_record (s->preamble, STREAM_RANGE, range->offset, range->length);
   s->preamble_len = STREAM_RECORD_SIZE;

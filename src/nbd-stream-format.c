@@ -187,6 +187,19 @@ parse_header (struct stream_parser *p, struct stream_event *ev)
   return 0;
 }
 
+/* END and RANGE_END: the body that follows. */
+static size_t
+expect_end_body (struct stream_parser *p, struct stream_event *ev, const char *name,
+                 uint64_t length)
+{
+  if (length != STREAM_END_BODY_SIZE)
+    return fail (p, ev, "%s record length %" PRIu64 ", expected %d", name, length,
+                 STREAM_END_BODY_SIZE);
+  p->state = STREAM_IN_END_BODY;
+  p->have = 0;
+  return 0;
+}
+
 static size_t parse_image_record (struct stream_parser *p, struct stream_event *ev,
                                   uint32_t type, uint64_t offset, uint64_t length,
                                   uint64_t size);
@@ -222,15 +235,11 @@ parse_ranged_record (struct stream_parser *p, struct stream_event *ev, uint32_t 
   if (!p->in_range)
     return fail (p, ev, "record type %" PRIu32 " outside a range", type);
   if (type == STREAM_RANGE_END) {
+    /* The records must have covered the range: no gap before its end. */
     if (offset != p->next_offset || offset != p->range_end)
       return fail (p, ev, "RANGE_END at offset %" PRIu64 ", expected %" PRIu64,
-                   offset, p->range_end);
-    if (length != STREAM_END_BODY_SIZE)
-      return fail (p, ev, "RANGE_END record length %" PRIu64 ", expected %d",
-                   length, STREAM_END_BODY_SIZE);
-    p->state = STREAM_IN_END_BODY;
-    p->have = 0;
-    return 0;
+                   offset, p->next_offset);
+    return expect_end_body (p, ev, "RANGE_END", length);
   }
   if (type != STREAM_DATA && type != STREAM_ZERO)
     return fail (p, ev, "record type %" PRIu32 " inside a range", type);
@@ -268,12 +277,7 @@ parse_image_record (struct stream_parser *p, struct stream_event *ev, uint32_t t
     if (offset != size)
       return fail (p, ev, "END at offset %" PRIu64 " before the export's end %" PRIu64,
                    offset, size);
-    if (length != STREAM_END_BODY_SIZE)
-      return fail (p, ev, "END record length %" PRIu64 ", expected %d",
-                   length, STREAM_END_BODY_SIZE);
-    p->state = STREAM_IN_END_BODY;
-    p->have = 0;
-    return 0;
+    return expect_end_body (p, ev, "END", length);
   }
   if (length == 0 || length > size - offset)
     return fail (p, ev, "record [%" PRIu64 ", +%" PRIu64 ") outside the export of %"
