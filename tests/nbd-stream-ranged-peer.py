@@ -6,13 +6,15 @@ section 8), to check that each side validates what the other claims.
                       and play its receiver: READY, then as CASE says:
                       bad-digests (a flipped block digest in the answer),
                       unaligned (a request off the block size),
-                      outside (a request past the export's end)
+                      outside (a request past the export's end),
+                      stop (SIGTERM while the sender waits for the answer)
   stream CASE SIZE    write a forged ranged stream for an export of SIZE
                       bytes to stdout: order (a DATA record that skips the
                       range's first block), bad-digest (a RANGE_END whose
                       digest is not its data's), good (a valid one)
 Exits with FERRY's exit status (sender-peer)."""
 import hashlib
+import signal
 import struct
 import subprocess
 import sys
@@ -72,7 +74,7 @@ def sender_peer(case, argv):
     else:
         into.write(record(REQUEST, 0, 16 * BLOCK))
     into.flush()
-    if case == "bad-digests":
+    if case in ("bad-digests", "stop"):
         kind, offset, length = struct.unpack(">IQQ", read_exact(out, 24)[:20])
         assert kind == RANGE and (offset, length) == (0, 16 * BLOCK), (kind, offset, length)
         image = bytearray(length)
@@ -83,6 +85,9 @@ def sender_peer(case, argv):
                 break
             if kind == DATA:
                 image[offset:offset + length] = read_exact(out, length)
+        if case == "stop":
+            ferry.send_signal(signal.SIGTERM)
+            return ferry.wait(timeout=10)
         digests = block_digests(bytes(image))
         digests[1] = bytes(32)
         answer = b"".join(digests)
