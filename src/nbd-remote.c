@@ -735,13 +735,14 @@ channel_code (const struct remote_channel *c, int stop_code)
 static bool
 start_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
 {
+  const char *host = ferry_ssh_conn_name (rc->conn);
+
   c->command = remote_command (rc->options, rc->ranged, c->number);
-  c->channel = endpoint_ssh_exec_on (rc->conn, c->command, error);
+  c->channel_name = g_strdup (host);
+  c->who = rc->ranged ? g_strdup_printf ("%s (stream %u)", host, c->number) : g_strdup (host);
+  c->channel = endpoint_ssh_exec_on (rc->conn, c->command, rc->ranged ? c->who : NULL, error);
   if (c->channel == NULL)
     return false;
-  c->channel_name = g_strdup (c->channel->name);
-  c->who = rc->ranged ? g_strdup_printf ("%s (stream %u)", c->channel->name, c->number)
-                      : g_strdup (c->channel->name);
   if (write (c->go, "g", 1) != 1) {
     g_clear_pointer (&c->channel, endpoint_free);
     return ferry_set_error (error, FERRY_EXIT_FAILURE, "cannot start the local half: %s",

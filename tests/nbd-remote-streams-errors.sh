@@ -39,7 +39,7 @@ REMOTE_HELPER=$T/helper
 
 remote_copy up "$(uri src)" "$(uri nowhere)" --streams=4
 assert_eq 30 "$REMOTE_RC" "remote DST missing: exit code"
-assert_contains "$T/remote.err" "ferry: $host: cannot connect to $(uri nowhere): " \
+assert_contains "$T/remote.err" "ferry: $host (stream 1): cannot connect to $(uri nowhere): " \
     "remote DST missing: message"
 assert_eq 1 "$(wc -l < "$T/remote.err")" "remote DST missing: one line"
 rm -f "$T"/pids/*
