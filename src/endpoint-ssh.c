@@ -249,7 +249,10 @@ channel_endpoint_shutdown_write (struct endpoint *ep)
     errno = ENOTCONN;
     return -1;
   }
-  if (ssh_channel_send_eof (se->channel) != SSH_OK)
+  /* SSH_AGAIN: the EOF is queued, and libssh's flush of the session's
+   * output would block (other channels' data is ahead of it, as with
+   * --streams); the session's watch sends it. */
+  if (ssh_channel_send_eof (se->channel) == SSH_ERROR)
     return channel_failed (se);
   ferry_ssh_conn_update (se->conn, NULL);
   return 0;
