@@ -435,7 +435,7 @@ controller_fail (struct remote_copy *rc, struct remote_channel *c, const char *f
   why = g_strdup_vprintf (fmt, ap);
   va_end (ap);
   if (!rc->error)
-    rc->error = g_error_new (FERRY_ERROR, FERRY_EXIT_FAILURE, "stream %u: %s", c->number, why);
+    rc->error = g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "%s: %s", c->who, why);
   if (!rc->failed) {
     rc->failed = c;
     for (unsigned i = 0; i < rc->n; i++)
@@ -946,7 +946,7 @@ copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
   if (code == FERRY_EXIT_OK && !complete) {
     ferry_error ("%s: the streams ended with %" PRIu64 " of %" PRIu64 " ranges copied",
                  rc->ch[0].channel_name, rc->composed, rc->n_ranges);
-    code = stop_code ? stop_code : FERRY_EXIT_FAILURE;
+    code = stop_code ? stop_code : FERRY_EXIT_STREAM;
   }
   if (o->verbose)
     print_streams_summary (rc, code == FERRY_EXIT_OK && complete);
