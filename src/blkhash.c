@@ -6,6 +6,7 @@
 #include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* One job: data to hash, or a zero run (@data NULL), or the end (@len 0). */
 struct job {
@@ -115,6 +116,7 @@ blkhash_init (struct blkhash *b, uint64_t size, uint32_t block_size)
   unsigned char *zeros = calloc (1, block_size);
 
   b->worker = NULL;
+  b->blocks = NULL;
   b->outer = EVP_MD_CTX_new ();
   b->size = size;
   b->next = 0;
@@ -138,6 +140,8 @@ hash_data (struct blkhash *b, const uint8_t *buf, size_t len)
     size_t n = len < b->block_size ? len : b->block_size;
     SHA256 (buf, n, d);
     EVP_DigestUpdate (b->outer, d, sizeof d);
+    if (b->blocks)
+      memcpy (b->blocks + b->next / b->block_size * BLKHASH_SIZE, d, sizeof d);
     buf += n;
     len -= n;
     b->next += n;
@@ -149,6 +153,9 @@ hash_zero (struct blkhash *b, uint64_t len)
 {
   while (len >= b->block_size) {
     EVP_DigestUpdate (b->outer, b->zero_digest, BLKHASH_SIZE);
+    if (b->blocks)
+      memcpy (b->blocks + b->next / b->block_size * BLKHASH_SIZE, b->zero_digest,
+              BLKHASH_SIZE);
     len -= b->block_size;
     b->next += b->block_size;
   }

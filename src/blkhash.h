@@ -18,6 +18,8 @@ struct blkhash {
   uint64_t size;              /* the image's size */
   uint64_t next;              /* the image offset hashed up to */
   uint32_t block_size;
+  uint8_t *blocks;            /* if set (after blkhash_init): each block's
+                                 digest is also stored here, at 32 * its index */
   unsigned char zero_digest[BLKHASH_SIZE];   /* of a full block of zeros */
 };
 

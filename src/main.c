@@ -20,6 +20,7 @@
 #include "compat.h"
 #include "error.h"
 #include "message.h"
+#include "nbd-ranges.h"
 #include "nbd-remote.h"
 #include "nbd-stream.h"
 #include "run.h"
@@ -87,7 +88,8 @@ static const char description[] =
   "  ferry --nbd-send=SRC | ssh HOST ferry --nbd-receive=DST   copy an export\n"
   "  ferry --nbd-send=SRC --remote-nbd-receive=DST ssh://[USER@]HOST[:PORT]\n"
   "  ferry --nbd-receive=DST --remote-nbd-send=SRC ssh://...   the same in one\n"
-  "    command (upload, download), the remote half run by --remote-helper\n"
+  "    command (upload, download), the remote half run by --remote-helper;\n"
+  "    --streams=N (default 4) copies 128 MiB ranges over N ssh channels at once\n"
   "  ferry --nbd-send=SRC > disk.stream    sparse backup; restore with\n"
   "  ferry --nbd-receive=DST < disk.stream; ferry --nbd-digest=URI checks it.\n"
   "  SRC/DST: an NBD URI (nbd://, nbd+unix://, nbds://...) or '[ CMD ARGS... ]'.\n"
@@ -185,6 +187,22 @@ parse_connections (struct command_line *cli, const char *name, const char *value
 {
   (void) cli;
   return parse_count (name, value, "connections", field, error);
+}
+
+/* --streams: 1 to NBD_MAX_STREAMS (0 stays "not given"). */
+static bool
+parse_streams (struct command_line *cli, const char *name, const char *value,
+               void *field, GError **error)
+{
+  unsigned *streams = field;
+
+  (void) cli;
+  if (!parse_count (name, value, "streams", streams, error))
+    return false;
+  if (*streams < 1 || *streams > NBD_MAX_STREAMS)
+    return usage_error (error, "invalid %s '%s': expected 1 to %d", name, value,
+                        NBD_MAX_STREAMS);
+  return true;
 }
 
 /* A size_t field from 1 to 1G bytes, with an optional K, M or G. */
@@ -370,6 +388,11 @@ static const struct option {
   { "remote-nbd-send", 0, GROUP_STREAM, parse_string, FIELD (options.stream.remote_send),
     "SOURCE", "With --nbd-receive and ADDRESS ssh://[USER@]HOST[:PORT]: copy the export "
     "SOURCE on HOST, read by the remote ferry, to DEST" },
+  { "streams", 0, GROUP_STREAM, parse_streams, FIELD (options.stream.streams), "N",
+    "With --remote-nbd-send/--remote-nbd-receive: N ssh channels at once, each with "
+    "its own remote ferry, taking 128 MiB ranges in turn (default 4; 1: one stream)" },
+  { "ranged", 0, GROUP_STREAM, parse_set, FIELD (options.stream.ranged), NULL,
+    "With --nbd-send/--nbd-receive: the ranged stream of --streams (the remote half)" },
   { "nbd-digest", 0, GROUP_STREAM, parse_string, FIELD (options.stream.digest), "URI",
     "Print the block-hash digest (SHA-256, 64 KiB blocks) of an NBD export" },
   { "raw", 0, GROUP_STREAM, parse_set, FIELD (options.stream.raw), NULL,

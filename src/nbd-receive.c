@@ -22,6 +22,7 @@
 #include "error.h"
 #include "message.h"
 #include "gsource-release.h"
+#include "nbd-ranges.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 #include "progress.h"
@@ -95,6 +96,18 @@ struct receiver {
   struct progress *progress;  /* --progress, or NULL */
   struct nbd_stream_stop stop;   /* a signal's (nbd_stream_on_signal) */
   GError *error;              /* the first failure: the pipeline drains */
+
+  /* A ranged stream (--ranged, nbd-ranges.h): each range is hashed on its
+   * own, and once its writes completed its block digests go back on
+   * stdout; a local half asks the controller for the ranges, and the
+   * sender for each. */
+  int out;                    /* stdout */
+  struct nbd_range range;     /* the range asked for, or being applied */
+  bool range_open;            /* between its RANGE and RANGE_END */
+  bool range_applied;         /* its RANGE_END was checked: answer once its
+                                 commands completed */
+  uint64_t range_data;        /* its DATA bytes */
+  uint8_t *blocks;            /* its block digests (the hash fills them) */
 };
 
 static void
@@ -313,6 +326,92 @@ start_record (struct receiver *r, uint64_t offset, uint64_t length)
   r->record_have = 0;
 }
 
+/* A local half of --streams: report @done (or nothing), get the next
+ * range from the controller and ask the sender for it (or for the END).
+ * A remote half waits for the sender's RANGE records. */
+static bool
+ask_range (struct receiver *r, const struct nbd_range *done)
+{
+  GError *error = NULL;
+
+  if (r->options->control_fd <= 0)
+    return true;
+  if (!nbd_range_next (r->options->control_fd, r->size, done, r->blocks, r->range_data,
+                       &r->range, &error) ||
+      !nbd_range_write_request (r->out, &r->range, r->size, &error)) {
+    set_failure (r, error);
+    return false;
+  }
+  return true;
+}
+
+static void
+begin_range (struct receiver *r, uint64_t offset, uint64_t length)
+{
+  struct nbd_range got = { offset / NBD_RANGE_SIZE, offset, length };
+  GError *error = NULL;
+
+  if (r->options->control_fd > 0 &&
+      (offset != r->range.offset || length != r->range.length || r->range.index < 0)) {
+    set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "the sender sent the "
+                                 "range [%" PRIu64 ", +%" PRIu64 "), not the one asked for",
+                                 offset, length));
+    return;
+  }
+  if (length > NBD_RANGE_MAX) {
+    set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "a range of %" PRIu64
+                                 " bytes, more than %u", length, NBD_RANGE_MAX));
+    return;
+  }
+  if (r->options->control_fd <= 0)
+    r->range = got;
+  if (!nbd_range_hash_start (&r->hash, &got, &r->blocks, &r->kicked, &error)) {
+    set_failure (r, error);
+    return;
+  }
+  r->hashing = true;
+  r->range_open = true;
+  r->range_data = 0;
+}
+
+static void
+end_range (struct receiver *r)
+{
+  unsigned char digest[BLKHASH_SIZE];
+
+  blkhash_final (&r->hash, digest);
+  r->hashing = false;
+  r->range_open = false;
+  if (memcmp (digest, r->parser.end.digest, BLKHASH_SIZE) != 0) {
+    char want[2 * BLKHASH_SIZE + 1], got[2 * BLKHASH_SIZE + 1];
+    blkhash_hex (r->parser.end.digest, want);
+    blkhash_hex (digest, got);
+    set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_DIGEST,
+                                 "range %" PRId64 " (offset %" PRIu64 ", %" PRIu64 " bytes): "
+                                 "digest mismatch: its RANGE_END says %s, the data received "
+                                 "hashes to %s", r->range.index, r->range.offset,
+                                 r->range.length, want, got));
+    return;
+  }
+  r->range_applied = true;
+}
+
+/* The range's commands all completed: its digests go back, and (a local
+ * half) the next range is asked for. */
+static void
+answer_range (struct receiver *r)
+{
+  GError *error = NULL;
+  struct nbd_range done = r->range;
+
+  r->range_applied = false;
+  if (!nbd_range_write_digests (r->out, &r->range, r->blocks, &error)) {
+    set_failure (r, error);
+    return;
+  }
+  ask_range (r, &done);
+}
+
 static bool
 check_header (struct receiver *r)
 {
@@ -326,6 +425,25 @@ check_header (struct receiver *r)
                                  r->export.size, h->size));
     return false;
   }
+  r->header_seen = true;
+  if (r->parser.ranged) {
+    if (h->block_size != STREAM_BLOCK_SIZE || !(h->flags & STREAM_FLAG_DIGEST)) {
+      set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "a ranged stream "
+                                   "without digests, or with blocks of %" PRIu32 " bytes",
+                                   h->block_size));
+      return false;
+    }
+    if (r->options->verbose && !nbd_can_multi_conn (r->export.conn[0].nbd))
+      ferry_report ("%s does not advertise multi-conn: the writes of each stream are "
+                     "durable once its own connection has flushed, at the end",
+                     r->export.name);
+    GError *error = NULL;
+    if (!nbd_range_write_ready (r->out, &error)) {
+      set_failure (r, error);
+      return false;
+    }
+    return ask_range (r, NULL);
+  }
   r->hashing = (h->flags & STREAM_FLAG_DIGEST) && !r->options->no_verify;
   if (r->hashing && !blkhash_init (&r->hash, h->size, h->block_size)) {
     set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_FAILURE,
@@ -334,7 +452,6 @@ check_header (struct receiver *r)
   }
   if (r->hashing)
     blkhash_start_worker (&r->hash, &r->kicked);
-  r->header_seen = true;
   return true;
 }
 
@@ -360,6 +477,7 @@ consume_stream (struct receiver *r)
     if (ev.data != r->record->data + r->record_have)
       memcpy (r->record->data + r->record_have, ev.data, ev.length);
     r->record_have += ev.length;
+    r->range_data += ev.length;
     if (r->record_have == r->record_length)
       apply_record (r, false);
     break;
@@ -382,6 +500,12 @@ consume_stream (struct receiver *r)
                                      "the data received hashes to %s", want, got));
       }
     }
+    break;
+  case STREAM_EVENT_RANGE:
+    begin_range (r, ev.offset, ev.length);
+    break;
+  case STREAM_EVENT_RANGE_END:
+    end_range (r);
     break;
   case STREAM_EVENT_ERROR:
     set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "%s", r->parser.error));
@@ -484,6 +608,8 @@ read_input (struct receiver *r)
   return false;
 }
 
+static void retire (struct receiver *r);
+
 static void
 work (struct receiver *r)
 {
@@ -492,6 +618,13 @@ work (struct receiver *r)
   while (!r->error && !r->in_watch) {
     if (!issue_zero (r) || !has_room (r))
       return;
+    if (r->range_applied) {
+      retire (r);
+      if (!g_queue_is_empty (&r->commands))
+        return;
+      answer_range (r);
+      continue;
+    }
     if (r->input_pos < r->input_len) {
       raw ? consume_raw (r) : consume_stream (r);
       continue;
@@ -598,7 +731,8 @@ sample_progress (struct progress_counter *counters, void *data)
 int
 nbd_receive_main (const struct nbd_stream_options *options)
 {
-  struct receiver r = { .options = options, .in = STDIN_FILENO };
+  struct receiver r = { .options = options, .in = STDIN_FILENO, .out = STDOUT_FILENO,
+                        .range = { -1, 0, 0 } };
   g_autoptr (GError) error = NULL;
   GSource *kick;
   struct signal_watch *signals;
@@ -623,6 +757,7 @@ nbd_receive_main (const struct nbd_stream_options *options)
   r.in_flight_limit = options->in_flight;
   g_queue_init (&r.commands);
   stream_parser_init (&r.parser);
+  r.parser.accept_ranges = options->ranged;
   r.progress = nbd_stream_progress_new (options, sample_progress, &r);
   r.stats.start_us = g_get_monotonic_time ();
   if (options->raw) {
@@ -666,12 +801,22 @@ nbd_receive_main (const struct nbd_stream_options *options)
     if (rc == FERRY_EXIT_DIGEST || rc == FERRY_EXIT_TOO_SMALL ||
         (!r.header_seen && !options->raw))
       ferry_error ("%s", r.error->message);
+    else if (r.parser.ranged && r.range_open)
+      /* The ranges before were answered: complete, and flushed with it. */
+      ferry_error ("%s; in its range %" PRId64 " (offset %" PRIu64 ", %" PRIu64 " bytes), %s "
+                   "is complete up to offset %" PRIu64 "%s", r.error->message, r.range.index,
+                   r.range.offset, r.range.length, r.export.name, MAX (r.complete, r.range.offset),
+                   r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)");
+    else if (r.parser.ranged)
+      ferry_error ("%s; the ranges %s answered for are complete%s", r.error->message,
+                   r.export.name, r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)");
     else
       ferry_error ("%s; %s is complete up to offset %" PRIu64 "%s", r.error->message,
                    r.export.name, r.complete,
                    r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)");
     g_error_free (r.error);
-  } else if (r.end_seen && (r.parser.header.flags & STREAM_FLAG_DIGEST || options->raw)) {
+  } else if (r.end_seen && !r.parser.ranged &&
+             (r.parser.header.flags & STREAM_FLAG_DIGEST || options->raw)) {
     blkhash_hex (r.digest, hex);
   }
   if (options->verbose)
@@ -686,6 +831,7 @@ nbd_receive_main (const struct nbd_stream_options *options)
   }
   payload_unref (r.record);
   g_free (r.zero_buffer);
+  g_free (r.blocks);
   g_free (r.input);
   g_main_loop_unref (r.loop);
   return rc;

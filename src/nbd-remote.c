@@ -17,7 +17,14 @@
  * got; the local half has a process group of its own, so that a terminal's
  * ^C reaches it once, through this process, like the remote half.
  * The stream between them is doc/nbd-stream.md's format v1, unchanged: the
- * receiving side, local or remote, checks the sender's digest. */
+ * receiving side, local or remote, checks the sender's digest.
+ *
+ * With --streams=N (N > 1) there are N of each: N local halves, forked
+ * before anything else as above, and N exec channels on the one session,
+ * each relayed on its own and carrying a ranged stream (section 8).  This
+ * process is then also the controller (nbd-ranges.h): it hands out the
+ * ranges, and composes the image digest from the block digests that the
+ * local halves report. */
 #include <config.h>
 
 #include "nbd-remote.h"
@@ -26,6 +33,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
@@ -38,6 +47,8 @@
 #include "error.h"
 #include "gsource-release.h"
 #include "message.h"
+#include "nbd-ranges.h"
+#include "nbd-stream-format.h"
 #include "relay.h"
 #include "signal-watch.h"
 
@@ -47,31 +58,83 @@
 #define REMOTE_CODE_OFFSET (FERRY_EXIT_REMOTE_NBD - FERRY_EXIT_NBD)
 /* After a cut, how long the local half may take to end before SIGKILL. */
 #define CUT_GRACE_SECONDS 1
+/* Ranges done ahead of the first one still in progress, whose block
+ * digests wait here to be folded into the image digest in offset order:
+ * at most this many (64 KiB of digests each, so 4 MiB); a half that asks
+ * for a range beyond waits for the slow one. */
+#define MAX_RANGES_AHEAD 64
 
-/* The relay between the local half and the channel, on the main loop,
- * until both it and the child are done. */
-struct remote_copy {
-  GMainLoop *loop;
-  bool upload;
+
+struct remote_copy;
+
+/* One channel: its local half, its relay, its remote half. */
+struct remote_channel {
+  struct remote_copy *rc;
+  unsigned number;            /* from 1, for messages */
+  char *who;                  /* "USER@HOST:PORT", or with --streams
+                                 "USER@HOST:PORT (stream N)" */
+  char *channel_name;         /* "USER@HOST:PORT" */
+  char *command;              /* the remote half's command line */
   struct relay *relay;        /* until it is done */
   bool relay_done;
   struct endpoint *channel;   /* the relay's remote end (the relay owns it) */
-  char *host;                 /* USER@HOST:PORT, for messages */
   int relay_code;             /* the relay's exit code */
   int remote_status;          /* the remote helper's exit status; -1 unknown */
   char *remote_signal;        /* or the signal that killed it ("TERM"); NULL if none */
   pid_t child;                /* the local half */
-  bool child_silenced;        /* killed here: the remote half's failure
-                                 ended the copy, and was reported */
+  bool child_silenced;        /* killed here: the remote half's failure (or
+                                 another channel's) ended the copy, and was
+                                 reported */
   bool remote_cut;            /* the channel was closed on a remote half
                                  that had not ended */
   bool child_done;
   int child_status;           /* the child's wait status */
+  bool aborted;               /* ended here: another channel failed */
+  bool started;               /* its remote half runs, and its child went */
+  int fd, go;                 /* the parent's ends of the socketpair and pipe */
+  int control;                /* --streams: the controller's socket, or -1 */
+  GSource *control_watch;
+  struct nbd_range range;     /* the range it holds; index -1 none */
+  bool waiting;               /* asked for a range, beyond MAX_RANGES_AHEAD */
+  unsigned ranges;            /* -v: ranges done, their bytes and DATA bytes */
+  uint64_t image_bytes, data_bytes;
+  gint64 end_us;
+};
+
+/* The relays between the local halves and the channels, on the main loop,
+ * until all of them and their children are done. */
+struct remote_copy {
+  GMainLoop *loop;
+  bool upload;
+  struct remote_channel *ch;
+  unsigned n;
+  bool ranged;                /* --streams=N, N > 1 */
   unsigned drain_timeout;     /* --drain-timeout: how long the halves may take to stop */
   int stop_signum;            /* the first signal that stopped the copy; 0 before */
   bool cutting;               /* a second signal, SIGQUIT or the drain timeout:
-                                 the relay is gone, the exit code is the stop's */
+                                 the relays are gone, the exit code is the stop's */
   GSource *stop_timer;        /* the drain timeout, then the cut's grace */
+  struct remote_channel *failed;   /* the first channel that failed */
+  /* The controller (--streams). */
+  bool size_known;
+  uint64_t size, n_ranges;
+  uint64_t next_range;        /* the next one to hand out */
+  uint64_t composed;          /* ranges folded into @image, in order */
+  GHashTable *ahead;          /* index -> GBytes: block digests of ranges done
+                                 beyond @composed (MAX_RANGES_AHEAD) */
+  GChecksum *image;           /* SHA-256 over the block digests */
+  uint64_t done_bytes, data_bytes;
+  GError *error;              /* the controller's own failure */
+  uint8_t *packet;            /* a report's room */
+  struct progress *progress;
+  gint64 start_us;
+  /* To start the channels after the first: only once the first one's
+   * halves have both opened their exports (its first report), so that a
+   * missing or unusable export fails the copy with one message. */
+  struct ferry_ssh_conn *conn;
+  const struct ferry_options *options;
+  struct relay_config config;
+  bool all_started;
 };
 
 bool
@@ -106,9 +169,10 @@ append_arg_printf (GString *command, const char *fmt, ...)
 }
 
 /* The remote half's command line: the other stream mode, with the options
- * that concern it. */
+ * that concern it.  With --streams, the ranged stream, and -v on the first
+ * channel only (its summary, and whether DEST has multi-conn). */
 static char *
-remote_command (const struct ferry_options *options)
+remote_command (const struct ferry_options *options, bool ranged, unsigned number)
 {
   const struct nbd_stream_options *o = &options->stream;
   GString *command = g_string_new (NULL);
@@ -124,6 +188,8 @@ remote_command (const struct ferry_options *options)
   append_arg_printf (command, "--in-flight=%zu", o->in_flight);
   if (o->connections)
     append_arg_printf (command, "--connections=%u", o->connections);
+  if (ranged)
+    append_arg (command, "--ranged");
   if (o->no_verify)
     append_arg (command, "--no-verify");
   if (upload && o->destination_is_zero)
@@ -132,15 +198,18 @@ remote_command (const struct ferry_options *options)
     append_arg (command, "--allocated");
   if (!upload && o->no_extents)
     append_arg (command, "--no-extents");
-  if (o->verbose)
+  if (o->verbose && number == 1)
     append_arg (command, "-v");
   return g_string_free (command, FALSE);
 }
 
 /* The child: wait until the remote half runs, then be the local half.
- * Returns its exit code; 0 at once if the parent gave up (and said why). */
+ * With --streams, the socketpair is its stdin and stdout (the stream and
+ * its return direction), and it asks @control for ranges.  Returns its
+ * exit code; 0 at once if the parent gave up (and said why). */
 static int
-run_local_half (const struct nbd_stream_options *o, int fd, int go)
+run_local_half (const struct nbd_stream_options *o, int fd, int go, int control,
+                unsigned number)
 {
   struct nbd_stream_options local = *o;
   bool upload = o->remote_receive != NULL;
@@ -155,35 +224,58 @@ run_local_half (const struct nbd_stream_options *o, int fd, int go)
     close (fd);
     return FERRY_EXIT_OK;
   }
-  if (dup2 (fd, upload ? STDOUT_FILENO : STDIN_FILENO) < 0) {
-    ferry_error ("cannot set up the local half: %s", g_strerror (errno));
-    return FERRY_EXIT_FAILURE;
-  }
+  if ((control >= 0 || upload) && dup2 (fd, STDOUT_FILENO) < 0)
+    goto failed;
+  if ((control >= 0 || !upload) && dup2 (fd, STDIN_FILENO) < 0)
+    goto failed;
   close (fd);
   local.remote_send = local.remote_receive = NULL;
+  local.streams = 0;
+  if (control >= 0) {
+    local.ranged = true;
+    local.control_fd = control;
+    /* The parent sums the progress and the summaries; the first local
+     * receiver says whether DEST has multi-conn. */
+    local.progress.mode = PROGRESS_NEVER;
+    local.verbose = o->verbose && number == 1 && !upload;
+  }
   return nbd_stream_main (&local);
+
+failed:
+  ferry_error ("cannot set up the local half: %s", g_strerror (errno));
+  return FERRY_EXIT_FAILURE;
+}
+
+static bool
+all_done (const struct remote_copy *rc)
+{
+  for (unsigned i = 0; i < rc->n; i++)
+    if (!rc->ch[i].relay_done || !rc->ch[i].child_done)
+      return false;
+  return true;
 }
 
 static void
 copy_quit_if_done (struct remote_copy *rc)
 {
-  if (rc->relay_done && rc->child_done)
+  if (all_done (rc))
     g_main_loop_quit (rc->loop);
 }
 
 /* The remote half's outcome is in: the relay (and the channel) can go. */
 static void
-end_relay (struct remote_copy *rc, int exit_code)
+end_relay (struct remote_channel *c, int exit_code)
 {
-  const char *signal = endpoint_ssh_exit_signal (rc->channel);
+  const char *signal = endpoint_ssh_exit_signal (c->channel);
 
-  rc->relay_done = true;
-  rc->relay_code = exit_code;
-  rc->remote_status = endpoint_ssh_exit_status (rc->channel);
-  rc->remote_signal = g_strdup (signal);
+  c->relay_done = true;
+  c->relay_code = exit_code;
+  c->remote_status = endpoint_ssh_exit_status (c->channel);
+  c->remote_signal = g_strdup (signal);
+  c->end_us = g_get_monotonic_time ();
   /* Closing the socketpair now tells a local sender still writing. */
-  g_clear_pointer (&rc->relay, relay_free);
-  rc->channel = NULL;
+  g_clear_pointer (&c->relay, relay_free);
+  c->channel = NULL;
 }
 
 /* An upload's remote receiver failed, and said why (or report_halves
@@ -191,26 +283,79 @@ end_relay (struct remote_copy *rc, int exit_code)
  * closed stream.  It is killed before the socketpair closes, and waited
  * for (without reaping it: on_child_exit does). */
 static void
-silence_child (struct remote_copy *rc)
+silence_child (struct remote_channel *c)
 {
   siginfo_t info;
 
-  rc->child_silenced = true;
-  kill (rc->child, SIGKILL);
-  while (waitid (P_PID, rc->child, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+  c->child_silenced = true;
+  kill (c->child, SIGKILL);
+  while (waitid (P_PID, c->child, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
     ;
+}
+
+static void
+stop_control (struct remote_channel *c)
+{
+  g_clear_pointer (&c->control_watch, gsource_release);
+  if (c->control >= 0)
+    close (c->control);
+  c->control = -1;
+}
+
+/* Another channel failed: this one ends at once, in silence. */
+static void
+abort_channel (struct remote_channel *c)
+{
+  c->aborted = true;
+  if (!c->started) {
+    /* Its child sees the pipe close, and ends without a word. */
+    if (c->go >= 0)
+      close (c->go);
+    c->go = -1;
+    c->relay_done = true;
+  }
+  if (!c->child_done)
+    silence_child (c);
+  if (!c->relay_done) {
+    endpoint_ssh_signal (c->channel, "KILL");
+    end_relay (c, FERRY_EXIT_OK);
+  }
+  stop_control (c);
+}
+
+static int channel_code (const struct remote_channel *c, int stop_code);
+static void start_rest (struct remote_copy *rc);
+
+/* A channel ended: if it failed (not for a stop signal), the copy has
+ * failed, and the other channels go. */
+static void
+channel_ended (struct remote_channel *c)
+{
+  struct remote_copy *rc = c->rc;
+  int stop_code = rc->stop_signum ? 128 + rc->stop_signum : 0;
+
+  if (!c->relay_done || !c->child_done || c->aborted || rc->failed || rc->stop_signum)
+    return;
+  stop_control (c);
+  if (channel_code (c, stop_code) == FERRY_EXIT_OK && !rc->error)
+    return;
+  rc->failed = c;
+  for (unsigned i = 0; i < rc->n; i++)
+    if (&rc->ch[i] != c)
+      abort_channel (&rc->ch[i]);
 }
 
 static void
 on_relay_done (struct relay *relay, int exit_code, void *data)
 {
-  struct remote_copy *rc = data;
+  struct remote_channel *c = data;
 
-  if (rc->upload && !rc->child_done && !rc->stop_signum &&
-      endpoint_ssh_exit_status (rc->channel) != 0)
-    silence_child (rc);
-  end_relay (rc, exit_code);
-  copy_quit_if_done (rc);
+  if (c->rc->upload && !c->child_done && !c->rc->stop_signum &&
+      endpoint_ssh_exit_status (c->channel) != 0)
+    silence_child (c);
+  end_relay (c, exit_code);
+  channel_ended (c);
+  copy_quit_if_done (c->rc);
 }
 
 /* A local receiver that failed or stopped wants nothing more: the remote
@@ -220,27 +365,187 @@ on_relay_done (struct relay *relay, int exit_code, void *data)
 static void
 on_child_exit (GPid pid, gint wstatus, gpointer data)
 {
-  struct remote_copy *rc = data;
+  struct remote_channel *c = data;
 
   g_spawn_close_pid (pid);
-  rc->child_done = true;
-  rc->child_status = wstatus;
-  if (!rc->upload && !rc->relay_done && !(WIFEXITED (wstatus) && WEXITSTATUS (wstatus) == 0)) {
-    end_relay (rc, FERRY_EXIT_OK);
-    rc->remote_cut = rc->remote_status < 0 && rc->remote_signal == NULL;
+  c->child_done = true;
+  c->child_status = wstatus;
+  if (!c->rc->upload && !c->relay_done && !(WIFEXITED (wstatus) && WEXITSTATUS (wstatus) == 0)) {
+    end_relay (c, FERRY_EXIT_OK);
+    c->remote_cut = c->remote_status < 0 && c->remote_signal == NULL;
   }
-  copy_quit_if_done (rc);
+  channel_ended (c);
+  copy_quit_if_done (c->rc);
 }
 
-/* Pass @signum on to whichever halves still run: the local one by kill(2),
- * the remote one by the channel's "signal" request. */
+/* --- The controller (--streams). --- */
+
+static void
+grant (struct remote_channel *c, int64_t index)
+{
+  struct remote_copy *rc = c->rc;
+  struct nbd_range_grant g = { index, 0, 0 };
+
+  if (index >= 0) {
+    g.offset = (uint64_t) index * NBD_RANGE_SIZE;
+    g.length = MIN (NBD_RANGE_SIZE, rc->size - g.offset);
+    c->range = (struct nbd_range) { index, g.offset, g.length };
+  }
+  c->waiting = false;
+  send (c->control, &g, sizeof g, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* The next free range for @c, unless it must wait (MAX_RANGES_AHEAD). */
+static void
+hand_out (struct remote_channel *c)
+{
+  struct remote_copy *rc = c->rc;
+
+  if (rc->error || rc->failed)
+    grant (c, -2);
+  else if (rc->stop_signum || rc->next_range == rc->n_ranges)
+    grant (c, -1);
+  else if (rc->next_range - rc->composed >= MAX_RANGES_AHEAD)
+    c->waiting = true;
+  else
+    grant (c, rc->next_range++);
+}
+
+static void
+fold_range (struct remote_copy *rc, GBytes *digests)
+{
+  gsize len;
+  const guint8 *d = g_bytes_get_data (digests, &len);
+
+  g_checksum_update (rc->image, d, len);
+  rc->composed++;
+}
+
+static void
+controller_fail (struct remote_copy *rc, struct remote_channel *c, const char *fmt, ...)
+  G_GNUC_PRINTF (3, 4);
+
+static void
+controller_fail (struct remote_copy *rc, struct remote_channel *c, const char *fmt, ...)
+{
+  va_list ap;
+  g_autofree char *why = NULL;
+
+  va_start (ap, fmt);
+  why = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  if (!rc->error)
+    rc->error = g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "%s: %s", c->who, why);
+  if (!rc->failed) {
+    rc->failed = c;
+    for (unsigned i = 0; i < rc->n; i++)
+      abort_channel (&rc->ch[i]);
+  }
+}
+
+/* A report: the range done (checked, its digests kept or folded in), and
+ * a request for the next. */
+static void
+take_report (struct remote_channel *c, const uint8_t *packet, size_t len)
+{
+  struct remote_copy *rc = c->rc;
+  struct nbd_range_report report;
+
+  if (len < sizeof report)
+    return controller_fail (rc, c, "a short report (%zu bytes)", len);
+  memcpy (&report, packet, sizeof report);
+  if (len != sizeof report + (size_t) report.n_blocks * STREAM_DIGEST_SIZE)
+    return controller_fail (rc, c, "a report of %zu bytes for %" PRIu32 " digests", len,
+                            report.n_blocks);
+  if (!rc->size_known) {
+    rc->size_known = true;
+    rc->size = report.size;
+    rc->n_ranges = (report.size + NBD_RANGE_SIZE - 1) / NBD_RANGE_SIZE;
+  } else if (report.size != rc->size) {
+    return controller_fail (rc, c, "the image is %" PRIu64 " bytes, where another stream "
+                            "found %" PRIu64, report.size, rc->size);
+  }
+  if (!rc->all_started)
+    start_rest (rc);
+  if (rc->failed) {
+    grant (c, -2);
+    return;
+  }
+  if (report.index >= 0) {
+    if (report.index != c->range.index ||
+        report.n_blocks != nbd_range_blocks (&c->range, STREAM_BLOCK_SIZE) ||
+        report.data_bytes > c->range.length)
+      return controller_fail (rc, c, "a report for range %" PRId64 ", which it did not hold",
+                              report.index);
+    GBytes *digests = g_bytes_new (packet + sizeof report, len - sizeof report);
+    c->ranges++;
+    c->image_bytes += c->range.length;
+    c->data_bytes += report.data_bytes;
+    rc->done_bytes += c->range.length;
+    rc->data_bytes += report.data_bytes;
+    c->range.index = -1;
+    if ((uint64_t) report.index == rc->composed) {
+      fold_range (rc, digests);
+      g_bytes_unref (digests);
+      while ((digests = g_hash_table_lookup (rc->ahead, GSIZE_TO_POINTER (rc->composed)))) {
+        g_hash_table_steal (rc->ahead, GSIZE_TO_POINTER (rc->composed));
+        fold_range (rc, digests);
+        g_bytes_unref (digests);
+      }
+      for (unsigned i = 0; i < rc->n; i++)
+        if (rc->ch[i].waiting)
+          hand_out (&rc->ch[i]);
+    } else {
+      g_hash_table_insert (rc->ahead, GSIZE_TO_POINTER (report.index), digests);
+    }
+  }
+  hand_out (c);
+}
+
+static gboolean
+on_control (gint fd, GIOCondition condition, gpointer data)
+{
+  struct remote_channel *c = data;
+  size_t room = sizeof (struct nbd_range_report) +
+                NBD_RANGE_MAX / STREAM_BLOCK_SIZE * STREAM_DIGEST_SIZE;
+  ssize_t n = recv (fd, c->rc->packet, room, MSG_DONTWAIT);
+
+  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    return G_SOURCE_CONTINUE;
+  if (n <= 0) {
+    /* The half has ended; its exit status tells how. */
+    g_clear_pointer (&c->control_watch, gsource_release);
+    return G_SOURCE_REMOVE;
+  }
+  take_report (c, c->rc->packet, n);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+sample_progress (struct progress_counter *counters, void *data)
+{
+  const struct remote_copy *rc = data;
+
+  counters[0].bytes = rc->done_bytes;
+  counters[0].total = rc->size;
+  counters[1].bytes = rc->data_bytes;
+  counters[2].bytes = rc->done_bytes - rc->data_bytes;
+}
+
+/* --- Signals. --- */
+
+/* Pass @signum on to whichever halves still run: the local ones by
+ * kill(2), the remote ones by the channel's "signal" request. */
 static void
 pass_on (struct remote_copy *rc, int signum)
 {
-  if (!rc->child_done)
-    kill (rc->child, signum);
-  if (!rc->relay_done)
-    endpoint_ssh_signal (rc->channel, sigabbrev_np (signum));
+  for (unsigned i = 0; i < rc->n; i++) {
+    struct remote_channel *c = &rc->ch[i];
+    if (!c->child_done && c->started)
+      kill (c->child, signum);
+    if (!c->relay_done)
+      endpoint_ssh_signal (c->channel, sigabbrev_np (signum));
+  }
 }
 
 static gboolean
@@ -249,23 +554,29 @@ on_cut_grace_over (gpointer data)
   struct remote_copy *rc = data;
 
   g_clear_pointer (&rc->stop_timer, gsource_release);
-  if (!rc->child_done)
-    kill (rc->child, SIGKILL);
+  for (unsigned i = 0; i < rc->n; i++)
+    if (!rc->ch[i].child_done)
+      kill (rc->ch[i].child, SIGKILL);
   return G_SOURCE_REMOVE;
 }
 
-/* Give up at once, after one line: the halves get @signum, the relay goes,
- * and the local half has a moment to end before it is killed. */
+/* Give up at once, after one line: the halves get @signum, the relays go,
+ * and the local halves have a moment to end before they are killed. */
 static void
 cut_copy (struct remote_copy *rc, int signum, const char *why)
 {
+  bool children = false;
+
   ferry_error ("%s: exiting at once", why);
   rc->cutting = true;
   pass_on (rc, signum);
-  if (!rc->relay_done)
-    end_relay (rc, 128 + rc->stop_signum);
+  for (unsigned i = 0; i < rc->n; i++) {
+    if (!rc->ch[i].relay_done)
+      end_relay (&rc->ch[i], 128 + rc->stop_signum);
+    children |= !rc->ch[i].child_done;
+  }
   g_clear_pointer (&rc->stop_timer, gsource_release);
-  if (!rc->child_done)
+  if (children)
     rc->stop_timer = gsource_timer_new (CUT_GRACE_SECONDS, on_cut_grace_over, rc);
   copy_quit_if_done (rc);
 }
@@ -284,9 +595,9 @@ on_drain_timeout (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* SIGTERM, SIGINT, SIGHUP: both halves stop (each says how far it got), for
+/* SIGTERM, SIGINT, SIGHUP: all halves stop (each says how far it got), for
  * up to --drain-timeout.  A second signal cuts them with it; SIGQUIT kills
- * them.  SIGUSR1: the relay's statistics. */
+ * them.  SIGUSR1: the relays' statistics. */
 static void
 on_signal (int signum, void *data)
 {
@@ -295,19 +606,30 @@ on_signal (int signum, void *data)
   g_autofree char *why = NULL;
 
   if (signum == SIGUSR1) {
-    if (rc->relay)
-      relay_print_stats (rc->relay);
+    for (unsigned i = 0; i < rc->n; i++)
+      if (rc->ch[i].relay)
+        relay_print_stats (rc->ch[i].relay);
     return;
   }
   if (rc->cutting) {
-    if (!rc->child_done)
-      kill (rc->child, SIGKILL);
+    for (unsigned i = 0; i < rc->n; i++)
+      if (!rc->ch[i].child_done)
+        kill (rc->ch[i].child, SIGKILL);
     return;
   }
+  /* Channels not started yet never will be. */
+  for (unsigned i = 0; i < rc->n && signum != SIGUSR1; i++)
+    if (!rc->ch[i].started && !rc->ch[i].aborted)
+      abort_channel (&rc->ch[i]);
+  rc->all_started = true;
   if (rc->stop_signum == 0 && signum != SIGQUIT) {
     rc->stop_signum = signum;
     rc->stop_timer = gsource_timer_new (rc->drain_timeout, on_drain_timeout, rc);
     pass_on (rc, signum);
+    /* Halves waiting for a range get none. */
+    for (unsigned i = 0; i < rc->n; i++)
+      if (rc->ch[i].waiting)
+        hand_out (&rc->ch[i]);
     return;
   }
   if (rc->stop_signum == 0) {
@@ -318,6 +640,8 @@ on_signal (int signum, void *data)
   }
   cut_copy (rc, signum == SIGQUIT ? SIGKILL : signum, why);
 }
+
+/* --- Exit codes. --- */
 
 /* The remote helper's exit status as ferry's exit code; after a stop
  * signal (@stop_code, 128 + its number), its own 128 + N, or its death by
@@ -346,22 +670,25 @@ child_code (int wstatus)
 
 /* The halves' ends that no message of theirs explains. */
 static void
-report_halves (const struct remote_copy *rc, int code, const char *command)
+report_halves (const struct remote_channel *c, int code)
 {
-  if (WIFSIGNALED (rc->child_status) && !rc->child_silenced)
-    ferry_error ("the local half was killed by SIG%s", sigabbrev_np (WTERMSIG (rc->child_status)));
-  if (rc->remote_cut && rc->stop_signum)
+  int stop_signum = c->rc->stop_signum;
+
+  if (WIFSIGNALED (c->child_status) && !c->child_silenced)
+    ferry_error ("%s%sthe local half was killed by SIG%s", c->rc->ranged ? c->who : "",
+                 c->rc->ranged ? ": " : "", sigabbrev_np (WTERMSIG (c->child_status)));
+  if (c->remote_cut && stop_signum)
     ferry_error ("%s: the remote half had not ended when the local half stopped: its "
-                 "channel was closed (ran: %s)", rc->host, command);
-  else if (rc->remote_signal)
-    ferry_error ("%s: the remote half was killed by SIG%s (ran: %s)", rc->host,
-                 rc->remote_signal, command);
-  else if (code == FERRY_EXIT_REMOTE && rc->remote_status < 0)
+                 "channel was closed (ran: %s)", c->who, c->command);
+  else if (c->remote_signal)
+    ferry_error ("%s: the remote half was killed by SIG%s (ran: %s)", c->who,
+                 c->remote_signal, c->command);
+  else if (code == FERRY_EXIT_REMOTE && c->remote_status < 0)
     ferry_error ("%s: the remote half ended without an exit status: killed by a signal, or "
-                 "its session died (ran: %s)", rc->host, command);
+                 "its session died (ran: %s)", c->who, c->command);
   else if (code == FERRY_EXIT_REMOTE)
-    ferry_error ("%s: the remote half exited with status %d (ran: %s)", rc->host,
-                 rc->remote_status, command);
+    ferry_error ("%s: the remote half exited with status %d (ran: %s)", c->who,
+                 c->remote_status, c->command);
 }
 
 /* Which side failed: the receiver's failure, unless it only saw the stream
@@ -392,55 +719,250 @@ copy_exit_code (bool upload, int local, int remote, int relay, int stop_code)
   return stopped ? stop_code : relay;
 }
 
-/* Connect (the host key, the login), run the remote half, let the child
- * go and relay; the relay's, the remote's and the child's results in @rc.
- * False (with the error) if the copy never started. */
-static bool
-relay_copy (const struct ferry_options *options, const struct address *address, int fd,
-            int go, pid_t child, struct remote_copy *rc, char **command, GError **error)
+static int
+channel_code (const struct remote_channel *c, int stop_code)
 {
-  struct relay_config config = options->relay;
-  g_autofree char *connecting = g_strdup_printf (" while connecting to %s\n", options->address);
+  /* A local half killed here did not fail: the remote one did. */
+  int local = c->child_silenced ? FERRY_EXIT_OK : child_code (c->child_status);
+  int remote = remote_code (c->remote_status, c->remote_signal, stop_code);
 
-  *command = remote_command (options);
-  /* libssh's handshake and login retry their poll on EINTR: a host that
-   * never answers would make SIGTERM wait for its timeout.  The local half
-   * sees its pipe close, and ends without a word. */
-  signal_watch_exit_on_stop (connecting);
-  rc->channel = endpoint_ssh_exec (address, &options->connect, *command, error);
-  signal_watch_exit_on_stop (NULL);
-  if (rc->channel == NULL)
+  return copy_exit_code (c->rc->upload, local, remote, c->relay_code, stop_code);
+}
+
+/* --- The copy. --- */
+
+/* Run @c's remote half on the session, let its child go, and relay. */
+static bool
+start_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
+{
+  const char *host = ferry_ssh_conn_name (rc->conn);
+
+  c->command = remote_command (rc->options, rc->ranged, c->number);
+  c->channel_name = g_strdup (host);
+  c->who = rc->ranged ? g_strdup_printf ("%s (stream %u)", host, c->number) : g_strdup (host);
+  c->channel = endpoint_ssh_exec_on (rc->conn, c->command, rc->ranged ? c->who : NULL, error);
+  if (c->channel == NULL)
     return false;
-  rc->host = g_strdup (rc->channel->name);
-  if (write (go, "g", 1) != 1) {
-    g_clear_pointer (&rc->channel, endpoint_free);
+  if (write (c->go, "g", 1) != 1) {
+    g_clear_pointer (&c->channel, endpoint_free);
     return ferry_set_error (error, FERRY_EXIT_FAILURE, "cannot start the local half: %s",
                             g_strerror (errno));
   }
-  config.verbose = false;
-  config.nbd.enabled = false;
-  config.label = NULL;
-  config.peers_report_loss = true;
-  rc->relay = relay_new (endpoint_socket_new (fd, "the local half"), rc->channel, &config,
-                         on_relay_done, rc);
-  g_child_watch_add (child, on_child_exit, rc);
-  g_main_loop_run (rc->loop);
+  c->started = true;
+  c->relay = relay_new (endpoint_socket_new (c->fd, "the local half"), c->channel, &rc->config,
+                        on_relay_done, c);
+  c->fd = -1;
+  if (c->control >= 0) {
+    c->control_watch = g_unix_fd_source_new (c->control, G_IO_IN | G_IO_HUP | G_IO_ERR);
+    g_source_set_callback (c->control_watch, (GSourceFunc) (void (*) (void)) on_control,
+                           c, NULL);
+    gsource_attach (c->control_watch);
+  }
   return true;
+}
+
+/* The first channel's halves are both up: start the others.  Opening a
+ * channel blocks the main loop for its round trips; the first relay's
+ * data waits in libssh meanwhile. */
+static void
+start_rest (struct remote_copy *rc)
+{
+  rc->all_started = true;
+  for (unsigned i = 1; i < rc->n && !rc->failed; i++) {
+    g_autoptr (GError) error = NULL;
+    if (!start_channel (rc, &rc->ch[i], &error)) {
+      rc->error = g_steal_pointer (&error);
+      rc->failed = &rc->ch[i];
+      for (unsigned j = 0; j < rc->n; j++)
+        abort_channel (&rc->ch[j]);
+    }
+  }
+  /* The channels hold their references on the session from now on. */
+  g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
+}
+
+/* Connect once (the host key, the login), run the first remote half, let
+ * its child go and relay; the others follow (start_rest).  The results in
+ * @rc.  False (with the error) if the copy never started. */
+static bool
+relay_copy (const struct ferry_options *options, const struct address *address,
+            struct remote_copy *rc, GError **error)
+{
+  g_autofree char *connecting = g_strdup_printf (" while connecting to %s\n", options->address);
+  bool started;
+
+  rc->options = options;
+  rc->config = options->relay;
+  rc->config.verbose = false;
+  rc->config.nbd.enabled = false;
+  rc->config.label = NULL;
+  rc->config.peers_report_loss = true;
+  rc->all_started = rc->n == 1;
+  /* libssh's handshake and login retry their poll on EINTR: a host that
+   * never answers would make SIGTERM wait for its timeout.  The local
+   * halves see their pipes close, and end without a word. */
+  signal_watch_exit_on_stop (connecting);
+  rc->conn = ferry_ssh_conn_new (address, &options->connect, error);
+  started = rc->conn && start_channel (rc, &rc->ch[0], error);
+  signal_watch_exit_on_stop (NULL);
+  if (rc->all_started)
+    g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
+  if (!started)
+    return false;
+  rc->start_us = g_get_monotonic_time ();
+  for (unsigned i = 0; i < rc->n; i++)
+    g_child_watch_add (rc->ch[i].child, on_child_exit, &rc->ch[i]);
+  if (rc->ranged)
+    rc->progress = nbd_stream_progress_new (&options->stream, sample_progress, rc);
+  g_main_loop_run (rc->loop);
+  g_clear_pointer (&rc->progress, progress_finish);
+  return true;
+}
+
+/* Fork the local halves, before anything else exists. */
+static bool
+start_children (const struct nbd_stream_options *o, struct remote_copy *rc, int *exit_code)
+{
+  int size = SOCKET_BUFFER;
+  int (*fds)[6] = g_malloc_n (rc->n, sizeof *fds);
+
+  /* For each: the stream's socketpair, the go pipe (written here, read
+   * there) and the controller's socketpair; the child's ends are odd. */
+  for (unsigned i = 0; i < rc->n; i++) {
+    int *f = fds[i], go[2];
+    f[4] = f[5] = -1;
+    if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f) < 0 ||
+        pipe2 (go, O_CLOEXEC) < 0 || (f[2] = go[1], f[3] = go[0], false) ||
+        (rc->ranged && socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f + 4) < 0)) {
+      ferry_error ("cannot set up the local half: %s", g_strerror (errno));
+      *exit_code = FERRY_EXIT_FAILURE;
+      g_free (fds);
+      return false;
+    }
+    for (int k = 0; k < 2; k++) {
+      setsockopt (f[k], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+      setsockopt (f[k], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+    }
+  }
+  for (unsigned i = 0; i < rc->n; i++) {
+    struct remote_channel *c = &rc->ch[i];
+    pid_t child = fork ();
+    if (child < 0) {
+      ferry_error ("cannot start the local half: %s", g_strerror (errno));
+      *exit_code = FERRY_EXIT_FAILURE;
+      /* The children so far see their pipes close, and end. */
+      g_free (fds);
+      return false;
+    }
+    /* Set by both, whichever runs first: signals for the copy reach the
+     * local half through on_signal only. */
+    setpgid (child == 0 ? 0 : child, 0);
+    if (child == 0) {
+      /* Only this half's own ends stay open in it. */
+      for (unsigned j = 0; j < rc->n; j++)
+        for (int k = 0; k < 6; k++)
+          if (fds[j][k] >= 0 && (j != i || k % 2 == 0))
+            close (fds[j][k]);
+      *exit_code = run_local_half (o, fds[i][1], fds[i][3], fds[i][5], c->number);
+      g_free (fds);
+      return false;
+    }
+    c->child = child;
+  }
+  for (unsigned i = 0; i < rc->n; i++) {
+    struct remote_channel *c = &rc->ch[i];
+    close (fds[i][1]);
+    close (fds[i][3]);
+    if (fds[i][5] >= 0)
+      close (fds[i][5]);
+    c->fd = fds[i][0];
+    c->go = fds[i][2];
+    c->control = fds[i][4];
+    g_unix_set_fd_nonblocking (c->fd, TRUE, NULL);
+  }
+  g_free (fds);
+  return true;
+}
+
+/* -v with --streams: a line per channel, and the image digest composed
+ * from the block digests (doc/nbd-stream.md, section 5). */
+static void
+print_streams_summary (struct remote_copy *rc, bool complete)
+{
+  gint64 now = g_get_monotonic_time ();
+
+  for (unsigned i = 0; i < rc->n; i++) {
+    const struct remote_channel *c = &rc->ch[i];
+    double secs = ((c->end_us ? c->end_us : now) - rc->start_us) / 1e6;
+    ferry_report ("stream %u: ranges=%u image=%" PRIu64 " data=%" PRIu64 " seconds=%.3f "
+                  "data_rate=%.1fMiB/s", c->number, c->ranges, c->image_bytes, c->data_bytes,
+                  secs, secs > 0 ? c->data_bytes / secs / (1024 * 1024) : 0.0);
+  }
+  if (complete) {
+    uint8_t le[8], digest[32];
+    gsize len = sizeof digest;
+    char hex[2 * 32 + 1];
+    for (int i = 0; i < 8; i++)
+      le[i] = rc->size >> (8 * i);
+    g_checksum_update (rc->image, le, sizeof le);
+    g_checksum_get_digest (rc->image, digest, &len);
+    for (int i = 0; i < 32; i++)
+      sprintf (hex + 2 * i, "%02x", digest[i]);
+    ferry_report ("copy: streams=%u ranges=%" PRIu64 " image=%" PRIu64 " data=%" PRIu64
+                  " seconds=%.3f digest=%s", rc->n, rc->n_ranges, rc->size, rc->data_bytes,
+                  (now - rc->start_us) / 1e6, hex);
+  }
+}
+
+/* The exit code of the whole copy, and the lines that explain it. */
+static int
+copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
+{
+  int stop_code = rc->stop_signum ? 128 + rc->stop_signum : 0, code = FERRY_EXIT_OK;
+  bool complete;
+
+  if (rc->cutting)
+    return stop_code;
+  if (rc->error) {
+    ferry_error ("%s", rc->error->message);
+    return rc->error->code;
+  }
+  if (rc->failed) {
+    code = channel_code (rc->failed, stop_code);
+    report_halves (rc->failed, code);
+    return code;
+  }
+  for (unsigned i = 0; i < rc->n; i++) {
+    if (rc->ch[i].aborted)
+      continue;
+    int c = channel_code (&rc->ch[i], stop_code);
+    report_halves (&rc->ch[i], c);
+    if (code == FERRY_EXIT_OK || code == stop_code)
+      code = c;
+  }
+  if (!rc->ranged)
+    return code;
+  complete = rc->size_known && rc->composed == rc->n_ranges;
+  if (code == FERRY_EXIT_OK && !complete) {
+    ferry_error ("%s: the streams ended with %" PRIu64 " of %" PRIu64 " ranges copied",
+                 rc->ch[0].channel_name, rc->composed, rc->n_ranges);
+    code = stop_code ? stop_code : FERRY_EXIT_STREAM;
+  }
+  if (o->verbose)
+    print_streams_summary (rc, code == FERRY_EXIT_OK && complete);
+  return code;
 }
 
 int
 nbd_remote_main (const struct ferry_options *options)
 {
   const struct nbd_stream_options *o = &options->stream;
-  bool upload = o->remote_receive != NULL;
   g_autoptr (GError) error = NULL;
   g_autoptr (FerryAddress) address = address_parse_flags (options->address,
                                                           ADDRESS_SSH_SESSION, &error);
-  g_autofree char *command = NULL;
-  struct remote_copy rc = { .remote_status = -1, .drain_timeout = options->drain_timeout };
+  struct remote_copy rc = { .drain_timeout = options->drain_timeout };
   struct signal_watch *signals;
-  int sv[2], go[2], wstatus, size = SOCKET_BUFFER, local, remote, code, stop_code;
-  pid_t child;
+  int code = FERRY_EXIT_OK, wstatus;
 
   if (address && address->kind != ADDRESS_SSH)
     ferry_set_error (&error, FERRY_EXIT_USAGE, "invalid address '%s': --remote-nbd-send "
@@ -451,61 +973,61 @@ nbd_remote_main (const struct ferry_options *options)
     return error->code;
   }
   signal (SIGPIPE, SIG_IGN);
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
-      pipe2 (go, O_CLOEXEC) < 0) {
-    ferry_error ("cannot set up the local half: %s", g_strerror (errno));
-    return FERRY_EXIT_FAILURE;
+  rc.upload = o->remote_receive != NULL;
+  rc.n = o->streams ? o->streams : o->no_verify ? 1 : NBD_DEFAULT_STREAMS;
+  rc.ranged = rc.n > 1;
+  rc.ch = g_new0 (struct remote_channel, rc.n);
+  for (unsigned i = 0; i < rc.n; i++)
+    rc.ch[i] = (struct remote_channel) { .rc = &rc, .number = i + 1, .remote_status = -1,
+                                         .fd = -1, .go = -1, .control = -1,
+                                         .range = { -1, 0, 0 } };
+  if (!start_children (o, &rc, &code)) {
+    g_free (rc.ch);
+    return code;
   }
-  for (int i = 0; i < 2; i++) {
-    setsockopt (sv[i], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-    setsockopt (sv[i], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-  }
-  child = fork ();
-  if (child < 0) {
-    ferry_error ("cannot start the local half: %s", g_strerror (errno));
-    return FERRY_EXIT_FAILURE;
-  }
-  /* Set by both, whichever runs first: signals for the copy reach the
-   * local half through on_signal only. */
-  setpgid (child == 0 ? 0 : child, 0);
-  if (child == 0) {
-    close (sv[0]);
-    close (go[1]);
-    return run_local_half (o, sv[1], go[0]);
-  }
-  close (sv[1]);
-  close (go[0]);
-  g_unix_set_fd_nonblocking (sv[0], TRUE, NULL);
   rc.loop = g_main_loop_new (NULL, FALSE);
-  rc.upload = upload;
-  rc.child = child;
-  signals = signal_watch_new (on_signal, &rc);
-  if (!relay_copy (options, address, sv[0], go[1], child, &rc, &command, &error)) {
-    ferry_error ("%s", error->message);
-    close (sv[0]);
-    close (go[1]);
-    while (waitpid (child, &wstatus, 0) < 0 && errno == EINTR)
-      ;
-    signal_watch_free (signals);
-    g_main_loop_unref (rc.loop);
-    g_free (rc.host);
-    return error->code;
+  if (rc.ranged) {
+    rc.ahead = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) g_bytes_unref);
+    rc.image = g_checksum_new (G_CHECKSUM_SHA256);
+    rc.packet = g_malloc (sizeof (struct nbd_range_report) +
+                          NBD_RANGE_MAX / STREAM_BLOCK_SIZE * STREAM_DIGEST_SIZE);
   }
-  close (go[1]);
+  signals = signal_watch_new (on_signal, &rc);
+  if (!relay_copy (options, address, &rc, &error)) {
+    ferry_error ("%s", error->message);
+    code = error->code;
+    for (unsigned i = 0; i < rc.n; i++) {
+      if (rc.ch[i].go >= 0)
+        close (rc.ch[i].go);
+      rc.ch[i].go = -1;
+    }
+    for (unsigned i = 0; i < rc.n; i++)
+      while (waitpid (rc.ch[i].child, &wstatus, 0) < 0 && errno == EINTR)
+        ;
+  } else {
+    code = copy_result (&rc, o);
+  }
+  if (rc.conn)
+    ferry_ssh_conn_unref (rc.conn);
+  for (unsigned i = 0; i < rc.n; i++) {
+    struct remote_channel *c = &rc.ch[i];
+    if (c->go >= 0)
+      close (c->go);
+    if (c->fd >= 0)
+      close (c->fd);
+    stop_control (c);
+    g_free (c->who);
+    g_free (c->channel_name);
+    g_free (c->command);
+    g_free (c->remote_signal);
+  }
   g_clear_pointer (&rc.stop_timer, gsource_release);
   signal_watch_free (signals);
   g_main_loop_unref (rc.loop);
-  stop_code = rc.stop_signum ? 128 + rc.stop_signum : 0;
-  /* A local half killed here did not fail: the remote one did. */
-  local = rc.child_silenced ? FERRY_EXIT_OK : child_code (rc.child_status);
-  remote = remote_code (rc.remote_status, rc.remote_signal, stop_code);
-  if (rc.cutting) {
-    code = stop_code;
-  } else {
-    code = copy_exit_code (upload, local, remote, rc.relay_code, stop_code);
-    report_halves (&rc, code, command);
-  }
-  g_free (rc.host);
-  g_free (rc.remote_signal);
+  g_clear_pointer (&rc.ahead, g_hash_table_unref);
+  g_clear_pointer (&rc.image, g_checksum_free);
+  g_clear_error (&rc.error);
+  g_free (rc.packet);
+  g_free (rc.ch);
   return code;
 }

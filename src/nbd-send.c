@@ -26,6 +26,7 @@
 #include "error.h"
 #include "message.h"
 #include "gsource-release.h"
+#include "nbd-ranges.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 #include "progress.h"
@@ -70,6 +71,7 @@ struct sender {
   struct nbd_export export;
   GMainLoop *loop;
   int out;                    /* stdout */
+  int in;                     /* stdin: --ranged's return direction */
   bool out_is_pipe;           /* writes may block: poll when they would */
   GSource *out_watch;         /* while stdout is full */
   bool kicked;                /* the pump has work: completions, room on stdout */
@@ -81,6 +83,8 @@ struct sender {
   uint64_t map_asked;         /* its window's end */
 
   uint64_t next_offset;       /* the next read or zero range starts here */
+  uint64_t end;               /* and the pipeline ends here: the export's
+                                 size, or (--ranged) the range's end */
   GQueue queue;               /* struct request, in offset order */
   uint64_t in_flight;         /* bytes of reads issued and not yet written and hashed */
   uint64_t in_flight_limit;
@@ -97,6 +101,17 @@ struct sender {
   struct nbd_stream_stop stop;   /* a signal's (nbd_stream_on_signal) */
   GError *error;              /* the first failure: the pipeline drains */
   bool finished;              /* everything was written */
+
+  /* --ranged (nbd-ranges.h): one range at a time, from the controller
+   * (control_fd) or asked for on stdin. */
+  bool ranged;
+  struct nbd_range range;     /* the range being sent; index -1 before the first */
+  bool range_closed;          /* its RANGE_END was queued: its digests come next */
+  bool range_answered;        /* they came, and matched */
+  bool ready_seen;            /* the receiver's READY came */
+  struct stream_end range_base;   /* s->counts when it began */
+  uint8_t *blocks;            /* its block digests (the hash fills them) */
+  uint8_t *answer;            /* the receiver's, to compare */
 };
 
 static const uint8_t zeros[ZEROS_SIZE];
@@ -187,7 +202,7 @@ static void
 ask_map (struct sender *s)
 {
   struct nbd_conn *c = &s->export.conn[0];
-  uint64_t count = MIN (NBD_STREAM_MAP_WINDOW, s->export.size - s->map_end);
+  uint64_t count = MIN (NBD_STREAM_MAP_WINDOW, s->end - s->map_end);
 
   s->map_asked = s->map_end + count;
   s->map_pending = true;
@@ -210,7 +225,7 @@ ask_map (struct sender *s)
 static bool
 next_range (struct sender *s, uint64_t *length)
 {
-  uint64_t off = s->next_offset, size = s->export.size;
+  uint64_t off = s->next_offset, size = s->end;
   guint i = s->map_first;
 
   *length = 0;
@@ -274,16 +289,16 @@ issue_reads (struct sender *s)
   struct nbd_export *e = &s->export;
   unsigned limit = e->n_conns * NBD_STREAM_REQUESTS_PER_CONNECTION;
 
-  while (!s->error && s->next_offset < e->size) {
+  while (!s->error && s->next_offset < s->end) {
     uint64_t length;
     bool zero;
 
-    if (s->map_end < e->size && !s->map_pending &&
+    if (s->map_end < s->end && !s->map_pending &&
         s->map_end - s->next_offset < NBD_STREAM_MAP_WINDOW / 2)
       ask_map (s);
     zero = next_range (s, &length);
     if (length == 0) {
-      if (!s->map_pending && s->map_end < e->size)
+      if (!s->map_pending && s->map_end < s->end)
         ask_map (s);
       break;
     }
@@ -509,6 +524,129 @@ queue_end (struct sender *s)
   s->end_queued = true;
 }
 
+/* --ranged: the pipeline covers @range next, after its RANGE record. */
+static void
+start_range (struct sender *s, const struct nbd_range *range)
+{
+  size_t digests = nbd_range_blocks (range, B) * STREAM_DIGEST_SIZE;
+
+  s->range = *range;
+  s->range_closed = s->range_answered = false;
+  s->range_base = s->counts;
+  s->next_offset = s->map_end = range->offset;
+  s->end = range->offset + range->length;
+  g_array_set_size (s->map, 0);
+  s->map_first = 0;
+  if (!s->export.has_map) {
+    struct extent all = { range->offset, range->length, false };
+    g_array_append_val (s->map, all);
+    s->map_end = s->end;
+  }
+  GError *error = NULL;
+
+  g_free (s->answer);
+  s->answer = g_malloc (digests);
+  if (!nbd_range_hash_start (&s->hash, range, &s->blocks, &s->kicked, &error)) {
+    set_failure (s, error);
+    return;
+  }
+  s->hashing = true;
+  stream_encode_record (s->preamble, STREAM_RANGE, range->offset, range->length);
+  s->preamble_len = STREAM_RECORD_SIZE;
+  s->preamble_pos = 0;
+}
+
+/* A failure on the return direction; false for a stop signal, which
+ * the main loop then delivers (on_signal). */
+static void
+range_failure (struct sender *s, GError *error)
+{
+  if (error->domain == nbd_range_stopped_quark ())
+    g_error_free (error);
+  else
+    set_failure (s, error);
+}
+
+/* The receiver's digests of the range just sent against ours; false if
+ * they did not come. */
+static bool
+check_answer (struct sender *s)
+{
+  GError *error = NULL;
+  uint64_t n = nbd_range_blocks (&s->range, B);
+
+  if (!nbd_range_read_digests (s->in, &s->range, s->answer, &error)) {
+    range_failure (s, error);
+    return false;
+  }
+  for (uint64_t i = 0; i < n; i++)
+    if (memcmp (s->answer + i * STREAM_DIGEST_SIZE, s->blocks + i * STREAM_DIGEST_SIZE,
+                STREAM_DIGEST_SIZE) != 0) {
+      set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_DIGEST,
+                                   "range %" PRId64 " (offset %" PRIu64 ", %" PRIu64
+                                   " bytes): the digest of what the receiver applied "
+                                   "differs from %s's, first at offset %" PRIu64,
+                                   s->range.index, s->range.offset, s->range.length,
+                                   s->export.name, s->range.offset + i * B));
+      return false;
+    }
+  return true;
+}
+
+/* --ranged, once the pipeline reached s->end: close the range with its
+ * RANGE_END; once that is written, check the receiver's digests of it,
+ * and open the next range, or end the stream (END, counts zero).  It
+ * blocks for the answer and the next range, with nothing in flight. */
+static void
+ranged_step (struct sender *s)
+{
+  GError *error = NULL;
+  struct nbd_range next;
+
+  if (s->range.index >= 0 && !s->range_closed) {
+    struct stream_end e = {
+      s->counts.data_records - s->range_base.data_records,
+      s->counts.zero_records - s->range_base.zero_records,
+      s->counts.data_bytes - s->range_base.data_bytes,
+      s->counts.zero_bytes - s->range_base.zero_bytes, { 0 },
+    };
+    blkhash_final (&s->hash, e.digest);
+    s->hashing = false;
+    stream_encode_range_end (s->preamble, s->end, &e);
+    s->preamble_len = STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE;
+    s->preamble_pos = 0;
+    s->range_closed = true;
+    return;
+  }
+  if (s->range.index >= 0 && !s->range_answered) {
+    if (!check_answer (s))
+      return;
+    s->range_answered = true;
+  } else if (s->range.index < 0 && !s->ready_seen) {
+    if (!nbd_range_read_ready (s->in, &error)) {
+      range_failure (s, error);
+      return;
+    }
+    s->ready_seen = true;
+  }
+  if (s->options->control_fd > 0
+      ? !nbd_range_next (s->options->control_fd, s->export.size, &s->range, s->blocks,
+                         s->counts.data_bytes - s->range_base.data_bytes, &next, &error)
+      : !nbd_range_read_request (s->in, s->export.size, &next, &error)) {
+    range_failure (s, error);
+    return;
+  }
+  if (next.index >= 0) {
+    start_range (s, &next);
+    return;
+  }
+  struct stream_end none = { 0 };
+  stream_encode_end (s->preamble, s->export.size, &none);
+  s->preamble_len = STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE;
+  s->preamble_pos = 0;
+  s->end_queued = true;
+}
+
 /* Write what is ready, in order; false if the writer must wait. */
 static bool
 write_ready (struct sender *s)
@@ -531,9 +669,11 @@ write_ready (struct sender *s)
     }
     struct request *r = g_queue_peek_head (&s->queue);
     if (r == NULL) {
-      if (s->next_offset == s->export.size && !s->error)
+      if (s->next_offset == s->end && !s->error && s->ranged)
+        ranged_step (s);
+      else if (s->next_offset == s->end && !s->error)
         queue_end (s);
-      if (s->end_queued)
+      if (s->end_queued || s->preamble_pos < s->preamble_len)
         continue;
       return true;
     }
@@ -638,7 +778,9 @@ int
 nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
 {
   struct sender s = { .options = options, .digest_only = digest_only,
-                      .raw = options->raw && !digest_only, .out = STDOUT_FILENO };
+                      .raw = options->raw && !digest_only, .out = STDOUT_FILENO,
+                      .in = STDIN_FILENO, .ranged = options->ranged && !digest_only,
+                      .range = { -1, 0, 0 } };
   const char *uri = digest_only ? options->digest : options->send;
   g_autoptr (GError) error = NULL;
   GSource *kick;
@@ -660,14 +802,15 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     return error->code;
   }
   s.map = g_array_new (FALSE, FALSE, sizeof (struct extent));
-  if (!s.export.has_map) {
+  s.end = s.ranged ? 0 : s.export.size;
+  if (!s.export.has_map && !s.ranged) {
     struct extent all = { 0, s.export.size, false };
     g_array_append_val (s.map, all);
     s.map_end = s.export.size;
   }
   s.in_flight_limit = options->in_flight;
   g_queue_init (&s.queue);
-  s.hashing = digest_only || !options->no_verify;
+  s.hashing = !s.ranged && (digest_only || !options->no_verify);
   if (s.hashing && !blkhash_init (&s.hash, s.export.size, B)) {
     ferry_error ("cannot set up SHA-256 (libcrypto)");
     return FERRY_EXIT_FAILURE;
@@ -677,8 +820,10 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   if (s.hashing)
     blkhash_start_worker (&s.hash, &s.kicked);
   if (!s.raw && !digest_only) {
-    struct stream_header h = { s.hashing ? STREAM_FLAG_DIGEST : 0, s.export.size, B };
-    stream_encode_header (s.preamble, &h);
+    struct stream_header h = { s.hashing || s.ranged ? STREAM_FLAG_DIGEST : 0,
+                               s.export.size, B };
+    stream_encode_header_version (s.preamble, &h, s.ranged ? STREAM_VERSION_RANGES
+                                                           : STREAM_VERSION);
     s.preamble_len = STREAM_HEADER_SIZE;
   }
   if (!digest_only) {
@@ -713,11 +858,13 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     g_error_free (s.error);
     s.error = g_error_copy (s.export.lost);
   }
+  if (s.error && options->control_fd > 0 && s.error->domain == nbd_range_closed_quark ())
+    nbd_range_wait_for_parent (options->control_fd);
   if (s.error) {
     ferry_error ("%s", s.error->message);
     rc = s.error->code;
     g_error_free (s.error);
-  } else if (digest_only || !options->no_verify) {
+  } else if (digest_only || (!options->no_verify && !s.ranged)) {
     blkhash_hex (s.counts.digest, hex);
   }
   /* A reader gone is an error like any other (SIGPIPE is ignored). */
@@ -737,6 +884,8 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   while (!g_queue_is_empty (&s.queue))
     request_unref (g_queue_pop_head (&s.queue));
   g_array_unref (s.map);
+  g_free (s.blocks);
+  g_free (s.answer);
   g_main_loop_unref (s.loop);
   return rc;
 }

@@ -59,8 +59,15 @@ get64 (const uint8_t *p)
 void
 stream_encode_header (uint8_t *out, const struct stream_header *header)
 {
+  stream_encode_header_version (out, header, STREAM_VERSION);
+}
+
+void
+stream_encode_header_version (uint8_t *out, const struct stream_header *header,
+                              uint32_t version)
+{
   memcpy (out, STREAM_MAGIC, 8);
-  put32 (out + 8, STREAM_VERSION);
+  put32 (out + 8, version);
   put32 (out + 12, header->flags);
   put64 (out + 16, header->size);
   put32 (out + 24, header->block_size);
@@ -78,18 +85,42 @@ stream_encode_record (uint8_t *out, enum stream_record_type type,
   put32 (out + 20, stream_crc32c (out, 20));
 }
 
-void
-stream_encode_end (uint8_t *out, uint64_t size, const struct stream_end *end)
+static void
+encode_end_as (uint8_t *out, enum stream_record_type type, uint64_t offset,
+               const struct stream_end *end)
 {
   uint8_t *body = out + STREAM_RECORD_SIZE;
 
-  stream_encode_record (out, STREAM_END, size, STREAM_END_BODY_SIZE);
+  stream_encode_record (out, type, offset, STREAM_END_BODY_SIZE);
   put64 (body, end->data_records);
   put64 (body + 8, end->zero_records);
   put64 (body + 16, end->data_bytes);
   put64 (body + 24, end->zero_bytes);
   memcpy (body + 32, end->digest, STREAM_DIGEST_SIZE);
   put32 (body + 64, stream_crc32c (body, 64));
+}
+
+void
+stream_encode_end (uint8_t *out, uint64_t size, const struct stream_end *end)
+{
+  encode_end_as (out, STREAM_END, size, end);
+}
+
+void
+stream_encode_range_end (uint8_t *out, uint64_t offset, const struct stream_end *end)
+{
+  encode_end_as (out, STREAM_RANGE_END, offset, end);
+}
+
+bool
+stream_decode_record (const uint8_t *in, uint32_t *type, uint64_t *offset, uint64_t *length)
+{
+  if (get32 (in + 20) != stream_crc32c (in, 20))
+    return false;
+  *type = get32 (in);
+  *offset = get64 (in + 4);
+  *length = get64 (in + 12);
+  return true;
 }
 
 void
@@ -137,9 +168,12 @@ parse_header (struct stream_parser *p, struct stream_event *ev)
     return fail (p, ev, "not a ferry NBD stream (bad magic)");
   if (get32 (b + 32) != stream_crc32c (b, 32))
     return fail (p, ev, "stream header checksum mismatch");
-  if (get32 (b + 8) != STREAM_VERSION)
-    return fail (p, ev, "unsupported stream version %" PRIu32 " (this ferry reads %d)",
-                 get32 (b + 8), STREAM_VERSION);
+  p->ranged = p->accept_ranges && get32 (b + 8) == STREAM_VERSION_RANGES;
+  if (get32 (b + 8) != STREAM_VERSION && !p->ranged)
+    return fail (p, ev, "unsupported stream version %" PRIu32 " (this ferry reads %d%s)",
+                 get32 (b + 8), STREAM_VERSION,
+                 get32 (b + 8) == STREAM_VERSION_RANGES
+                 ? "; version 2 is the ranged stream of --streams" : "");
   p->header.flags = get32 (b + 12);
   p->header.size = get64 (b + 16);
   p->header.block_size = get32 (b + 24);
@@ -153,18 +187,89 @@ parse_header (struct stream_parser *p, struct stream_event *ev)
   return 0;
 }
 
+/* END and RANGE_END: the body that follows. */
+static size_t
+expect_end_body (struct stream_parser *p, struct stream_event *ev, const char *name,
+                 uint64_t length)
+{
+  if (length != STREAM_END_BODY_SIZE)
+    return fail (p, ev, "%s record length %" PRIu64 ", expected %d", name, length,
+                 STREAM_END_BODY_SIZE);
+  p->state = STREAM_IN_END_BODY;
+  p->have = 0;
+  return 0;
+}
+
+static size_t parse_image_record (struct stream_parser *p, struct stream_event *ev,
+                                  uint32_t type, uint64_t offset, uint64_t length,
+                                  uint64_t size);
+
+/* Version 2: RANGE, its DATA and ZERO records in order, RANGE_END; then
+ * another range, or END (outside any range, counts zero). */
+static size_t
+parse_ranged_record (struct stream_parser *p, struct stream_event *ev, uint32_t type,
+                     uint64_t offset, uint64_t length)
+{
+  uint64_t size = p->header.size, block = p->header.block_size;
+
+  if (!p->in_range && type == STREAM_RANGE) {
+    if (length == 0 || offset > size || length > size - offset)
+      return fail (p, ev, "RANGE [%" PRIu64 ", +%" PRIu64 ") outside the export of %"
+                   PRIu64 " bytes", offset, length, size);
+    if (offset % block || (length % block && offset + length != size))
+      return fail (p, ev, "RANGE [%" PRIu64 ", +%" PRIu64 ") not aligned to the "
+                   "%" PRIu64 "-byte block", offset, length, block);
+    p->in_range = true;
+    p->next_offset = offset;
+    p->range_end = offset + length;
+    p->have = 0;
+    ev->kind = STREAM_EVENT_RANGE;
+    ev->offset = offset;
+    ev->length = length;
+    return 0;
+  }
+  if (!p->in_range && type == STREAM_END) {
+    p->next_offset = size;
+    return parse_image_record (p, ev, type, offset, length, size);
+  }
+  if (!p->in_range)
+    return fail (p, ev, "record type %" PRIu32 " outside a range", type);
+  if (type == STREAM_RANGE_END) {
+    /* The records must have covered the range: no gap before its end. */
+    if (offset != p->next_offset || offset != p->range_end)
+      return fail (p, ev, "RANGE_END at offset %" PRIu64 ", expected %" PRIu64,
+                   offset, p->next_offset);
+    return expect_end_body (p, ev, "RANGE_END", length);
+  }
+  if (type != STREAM_DATA && type != STREAM_ZERO)
+    return fail (p, ev, "record type %" PRIu32 " inside a range", type);
+  return parse_image_record (p, ev, type, offset, length, p->range_end);
+}
+
 static size_t
 parse_record (struct stream_parser *p, struct stream_event *ev)
 {
   const uint8_t *b = p->buf;
   uint32_t type = get32 (b);
   uint64_t offset = get64 (b + 4), length = get64 (b + 12);
-  uint64_t size = p->header.size, block = p->header.block_size;
+  uint64_t size = p->header.size;
 
   if (get32 (b + 20) != stream_crc32c (b, 20))
     return fail (p, ev, "record header checksum mismatch");
+  if (p->ranged)
+    return parse_ranged_record (p, ev, type, offset, length);
   if (type != STREAM_DATA && type != STREAM_ZERO && type != STREAM_END)
     return fail (p, ev, "unknown record type %" PRIu32, type);
+  return parse_image_record (p, ev, type, offset, length, size);
+}
+
+/* DATA and ZERO records (and v1's END) within [next_offset, @size). */
+static size_t
+parse_image_record (struct stream_parser *p, struct stream_event *ev, uint32_t type,
+                    uint64_t offset, uint64_t length, uint64_t size)
+{
+  uint64_t block = p->header.block_size;
+
   if (offset != p->next_offset)
     return fail (p, ev, "record at offset %" PRIu64 ", expected %" PRIu64,
                  offset, p->next_offset);
@@ -172,12 +277,7 @@ parse_record (struct stream_parser *p, struct stream_event *ev)
     if (offset != size)
       return fail (p, ev, "END at offset %" PRIu64 " before the export's end %" PRIu64,
                    offset, size);
-    if (length != STREAM_END_BODY_SIZE)
-      return fail (p, ev, "END record length %" PRIu64 ", expected %d",
-                   length, STREAM_END_BODY_SIZE);
-    p->state = STREAM_IN_END_BODY;
-    p->have = 0;
-    return 0;
+    return expect_end_body (p, ev, "END", length);
   }
   if (length == 0 || length > size - offset)
     return fail (p, ev, "record [%" PRIu64 ", +%" PRIu64 ") outside the export of %"
@@ -226,8 +326,16 @@ parse_end_body (struct stream_parser *p, struct stream_event *ev)
     return fail (p, ev, "END counts (%" PRIu64 " DATA, %" PRIu64 " ZERO records) do not "
                  "match the stream's (%" PRIu64 ", %" PRIu64 ")", e->data_records,
                  e->zero_records, p->counted.data_records, p->counted.zero_records);
-  p->state = STREAM_IN_DONE;
   p->have = 0;
+  if (p->in_range) {
+    /* A range's counts are its own; END's, outside all ranges, are zero. */
+    memset (&p->counted, 0, sizeof p->counted);
+    p->in_range = false;
+    p->state = STREAM_IN_RECORD;
+    ev->kind = STREAM_EVENT_RANGE_END;
+    return 0;
+  }
+  p->state = STREAM_IN_DONE;
   ev->kind = STREAM_EVENT_END;
   return 0;
 }

@@ -10,6 +10,8 @@
 
 #define STREAM_MAGIC "FERRYNBD"
 #define STREAM_VERSION 1
+/* The ranged stream of --streams (doc/nbd-stream.md, section 8). */
+#define STREAM_VERSION_RANGES 2
 #define STREAM_FLAG_DIGEST 1u
 #define STREAM_HEADER_SIZE 36
 #define STREAM_RECORD_SIZE 24
@@ -22,6 +24,13 @@ enum stream_record_type {
   STREAM_DATA = 1,
   STREAM_ZERO = 2,
   STREAM_END = 3,
+  /* The ranged stream (version 2): a range's start and end, and the
+   * messages that go the other way on its channel. */
+  STREAM_RANGE = 4,
+  STREAM_RANGE_END = 5,
+  STREAM_REQUEST = 6,
+  STREAM_DIGESTS = 7,
+  STREAM_READY = 8,
 };
 
 struct stream_header {
@@ -41,9 +50,18 @@ uint32_t stream_crc32c (const void *buf, size_t len);
 /* Encoders: each fills exactly STREAM_HEADER_SIZE, STREAM_RECORD_SIZE
  * or STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE bytes of @out. */
 void stream_encode_header (uint8_t *out, const struct stream_header *header);
+/* The same with another version: STREAM_VERSION_RANGES. */
+void stream_encode_header_version (uint8_t *out, const struct stream_header *header,
+                                   uint32_t version);
 void stream_encode_record (uint8_t *out, enum stream_record_type type,
                            uint64_t offset, uint64_t length);
 void stream_encode_end (uint8_t *out, uint64_t size, const struct stream_end *end);
+/* The ranged stream's RANGE_END record at @offset (the range's end), with
+ * the range's counts and digest; the same size as END. */
+void stream_encode_range_end (uint8_t *out, uint64_t offset, const struct stream_end *end);
+/* A 24-byte record's fields, if its CRC is right. */
+bool stream_decode_record (const uint8_t *in, uint32_t *type, uint64_t *offset,
+                           uint64_t *length);
 
 enum stream_event_kind {
   STREAM_EVENT_NONE,          /* the input is used up: feed more */
@@ -51,6 +69,9 @@ enum stream_event_kind {
   STREAM_EVENT_DATA,          /* a piece of a DATA record's payload */
   STREAM_EVENT_ZERO,          /* a ZERO record */
   STREAM_EVENT_END,           /* the END record, checked; parser->end is valid */
+  STREAM_EVENT_RANGE,         /* ranged: a RANGE record (offset, length) */
+  STREAM_EVENT_RANGE_END,     /* ranged: its RANGE_END, counts checked; parser->end
+                                 holds its body (the range's digest) */
   STREAM_EVENT_ERROR,         /* parser->error says what and where; sticky */
 };
 
@@ -85,6 +106,10 @@ struct stream_parser {
   struct stream_end counted;  /* counts of the records seen so far */
   struct stream_end end;      /* the END record's body */
   char error[160];            /* with STREAM_IN_FAILED: the one-line reason */
+  bool accept_ranges;         /* set by the caller: version 2 is welcome */
+  bool ranged;                /* the header said version 2 */
+  bool in_range;              /* between a RANGE and its RANGE_END */
+  uint64_t range_end;         /* the open range's end */
 };
 
 void stream_parser_init (struct stream_parser *p);

@@ -73,6 +73,14 @@ nbd_stream_validate (const struct nbd_stream_options *o, GError **error)
     bad = "--destination-is-zero and --allocated go with --nbd-receive or --remote-nbd-receive";
   else if (o->no_extents && o->receive && !o->remote_send)
     bad = "--no-extents goes with --nbd-send, --remote-nbd-send or --nbd-digest";
+  else if (o->streams && !o->remote_send && !o->remote_receive)
+    bad = "--streams goes with --remote-nbd-send or --remote-nbd-receive";
+  else if (o->streams > 1 && o->no_verify)
+    bad = "--no-verify goes with --streams=1: the ranges of more streams are checked by "
+          "their digests";
+  else if (o->ranged && (o->raw || o->digest || (!o->send && !o->receive) ||
+                         o->remote_send || o->remote_receive))
+    bad = "--ranged goes with --nbd-send or --nbd-receive (it is the remote half of --streams)";
   else if (o->connections > NBD_STREAM_MAX_CONNECTIONS)
     bad = "--connections: expected 1 to 4";
   if (bad)

@@ -43,6 +43,11 @@ struct nbd_stream_options {
   size_t in_flight;           /* --in-flight, or the default */
   struct progress_spec progress;  /* --progress, as for the relay */
   bool verbose;               /* -v: the summary at the end */
+  unsigned streams;           /* --streams=N (remote mode); 0: not given */
+  bool ranged;                /* --ranged: the ranged stream of --streams
+                                 (doc/nbd-stream.md, section 8) */
+  int control_fd;             /* a local half of --streams: its socket to the
+                                 controller (nbd-ranges.h); 0: none */
 };
 
 /* One libnbd connection on the glib main loop (nbd-aio-source.c). */

@@ -98,7 +98,8 @@ wait_rc () {  # SECS PID
 # with $REMOTE_PARAMS (e.g. "&known_hosts=FILE") added to the address: up
 # copies SRC (local) to DST (on the ssh host), down the other way.  Sets REMOTE_RC; stderr in
 # $T/remote.err, and the two halves' -v summaries (the remote one named
-# after the host) in $T/send.err and $T/recv.err.
+# after the host) in $T/send.err and $T/recv.err.  One stream unless
+# OPTIONS say --streams=N.
 remote_copy () {  # up|down SRC DST [OPTIONS...]
     local way=$1 src=$2 dst=$3 args; shift 3
     if [ "$way" = up ]; then
@@ -108,7 +109,7 @@ remote_copy () {  # up|down SRC DST [OPTIONS...]
     fi
     REMOTE_RC=0
     within 300 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" \
-        --remote-helper="${REMOTE_HELPER:-$FERRY}" "${args[@]}" "$@" \
+        --remote-helper="${REMOTE_HELPER:-$FERRY}" "${args[@]}" --streams=1 "$@" \
         "$(ssh_base)?keyfile=$SSH_KEY${REMOTE_PARAMS:-}" 2> "$T/remote.err" || REMOTE_RC=$?
     cat "$T/remote.err" >&2
     grep -F ' send: ' "$T/remote.err" > "$T/send.err" || true

@@ -41,7 +41,7 @@ done
 # ferry end by themselves (the remote one flushes and says where the
 # destination is complete).
 rm -f "$T/remote.pid"
-env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" --remote-helper="$T/helper" --nbd-send="$(uri src)" \
+env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" --remote-helper="$T/helper" --streams=1 --nbd-send="$(uri src)" \
     --remote-nbd-receive="$(uri dst)" --request-size=256K --in-flight=256K \
     "$(ssh_base)?keyfile=$SSH_KEY" 2> "$T/local-killed.err" &
 local_pid=$!

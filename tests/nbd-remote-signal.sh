@@ -31,7 +31,7 @@ start_copy () {  # WAY [OPTIONS...]
     (
         # shellcheck disable=SC2086
         [ -z "${ignored:-}" ] || trap '' $ignored
-        exec env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" --remote-helper="$T/helper" \
+        exec env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" --remote-helper="$T/helper" --streams=1 \
             "${args[@]}" --request-size=256K --in-flight=256K "$@" \
             "$(ssh_base)?keyfile=$SSH_KEY" 2> "$T/$way.err"
     ) &
@@ -99,7 +99,7 @@ port=$(free_port)
 bg nc -l 127.0.0.1 "$port"
 wait_for_port "$port"
 address="ssh://root@127.0.0.1:$port?keyfile=$SSH_KEY"
-"$FERRY" --nbd-send="$(uri src)" --remote-nbd-receive="$(uri dst)" "$address" 2> "$T/mute.err" &
+"$FERRY" --streams=1 --nbd-send="$(uri src)" --remote-nbd-receive="$(uri dst)" "$address" 2> "$T/mute.err" &
 pid=$!
 sleep 1
 kill -TERM "$pid"

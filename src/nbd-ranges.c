@@ -1,0 +1,251 @@
+/* ferry: --streams, a local half's side of the controller and both ends'
+ * messages on a ranged stream's return direction (nbd-ranges.h). */
+#include <config.h>
+
+#include "nbd-ranges.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "blkhash.h"
+#include "error.h"
+#include "nbd-stream-format.h"
+#include "signal-watch.h"
+
+#define B STREAM_BLOCK_SIZE
+
+/* The fds are the stream's, which the pipelines made non-blocking: wait
+ * with poll between the pieces.  Nothing else is in flight meanwhile. */
+static bool
+wait_fd (int fd, short events)
+{
+  struct pollfd p = { fd, events, 0 };
+
+  return poll (&p, 1, -1) >= 0 || errno == EINTR;
+}
+
+static bool
+write_all (int fd, const void *buf, size_t len, GError **error)
+{
+  const uint8_t *p = buf;
+
+  while (len > 0) {
+    ssize_t n = write (fd, p, len);
+    if (n > 0) {
+      p += n;
+      len -= n;
+    } else if (n < 0 && errno == EAGAIN) {
+      wait_fd (fd, POLLOUT);
+    } else if (n < 0 && errno != EINTR) {
+      return ferry_set_error (error, FERRY_EXIT_IO, "cannot write to the stream's channel: %s",
+                              g_strerror (errno));
+    }
+  }
+  return true;
+}
+
+G_DEFINE_QUARK (ferry-nbd-range-closed, nbd_range_closed)
+G_DEFINE_QUARK (ferry-nbd-range-stopped, nbd_range_stopped)
+
+void
+nbd_range_wait_for_parent (int control_fd)
+{
+  struct pollfd p = { control_fd, POLLIN, 0 };
+
+  while (poll (&p, 1, 2000) < 0 && errno == EINTR)
+    ;
+}
+
+/* Waits in poll, which a signal always interrupts (a read on a blocking
+ * pipe would restart): a stop signal gives up the wait, and the caller
+ * leaves the stop to its main loop. */
+static bool
+read_all (int fd, void *buf, size_t len, const char *what, GError **error)
+{
+  uint8_t *p = buf;
+
+  while (len > 0) {
+    struct pollfd pfd = { fd, POLLIN, 0 };
+    int ready = signal_watch_stop_pending () ? -1 : poll (&pfd, 1, -1);
+    if (ready < 0 && errno != EINTR && !signal_watch_stop_pending ())
+      return ferry_set_error (error, FERRY_EXIT_IO, "cannot wait for the stream's channel: %s",
+                              g_strerror (errno));
+    if (signal_watch_stop_pending ()) {
+      g_set_error (error, nbd_range_stopped_quark (), FERRY_EXIT_FAILURE, "stopped");
+      return false;
+    }
+    if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+      continue;
+    ssize_t n = read (fd, p, len);
+    if (n > 0) {
+      p += n;
+      len -= n;
+    } else if (n == 0) {
+      g_set_error (error, nbd_range_closed_quark (), FERRY_EXIT_STREAM,
+                   "the stream's channel closed before %s", what);
+      return false;
+    } else if (errno == EAGAIN) {
+      wait_fd (fd, POLLIN);
+    } else if (errno != EINTR) {
+      return ferry_set_error (error, FERRY_EXIT_IO, "cannot read the stream's channel: %s",
+                              g_strerror (errno));
+    }
+  }
+  return true;
+}
+
+bool
+nbd_range_next (int fd, uint64_t size, const struct nbd_range *done, const uint8_t *digests,
+                uint64_t data_bytes, struct nbd_range *next, GError **error)
+{
+  struct nbd_range_report report = { size, done ? done->index : -1, data_bytes, 0 };
+  struct nbd_range_grant grant;
+  g_autofree uint8_t *packet = NULL;
+  size_t len;
+  ssize_t n;
+
+  if (done && done->index >= 0)
+    report.n_blocks = nbd_range_blocks (done, B);
+  len = sizeof report + (size_t) report.n_blocks * STREAM_DIGEST_SIZE;
+  packet = g_malloc (len);
+  memcpy (packet, &report, sizeof report);
+  if (report.n_blocks)
+    memcpy (packet + sizeof report, digests, len - sizeof report);
+  do
+    n = send (fd, packet, len, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  if (n == (ssize_t) len) {
+    do
+      n = recv (fd, &grant, sizeof grant, 0);
+    while (n < 0 && errno == EINTR);
+  }
+  if (n != sizeof grant || grant.index == -2)
+    return ferry_set_error (error, FERRY_EXIT_FAILURE, "the copy's controller is gone");
+  *next = (struct nbd_range) { grant.index, grant.offset, grant.length };
+  return true;
+}
+
+bool
+nbd_range_hash_start (struct blkhash *hash, const struct nbd_range *range, uint8_t **blocks,
+                      bool *kicked, GError **error)
+{
+  g_free (*blocks);
+  *blocks = g_malloc (nbd_range_blocks (range, B) * STREAM_DIGEST_SIZE);
+  if (!blkhash_init (hash, range->length, B))
+    return ferry_set_error (error, FERRY_EXIT_FAILURE, "cannot set up SHA-256 (libcrypto)");
+  hash->blocks = *blocks;
+  blkhash_start_worker (hash, kicked);
+  return true;
+}
+
+/* One record of @type on the return direction (@what: the message, for
+ * errors). */
+static bool
+read_record (int fd, uint32_t type, const char *what, uint64_t *offset, uint64_t *length,
+             GError **error)
+{
+  uint8_t rec[STREAM_RECORD_SIZE];
+  g_autofree char *before = g_strdup_printf ("%s came", what);
+  uint32_t got;
+
+  if (!read_all (fd, rec, sizeof rec, before, error))
+    return false;
+  if (!stream_decode_record (rec, &got, offset, length) || got != type)
+    return ferry_set_error (error, FERRY_EXIT_STREAM, "not %s (a bad type or checksum) on "
+                            "the stream's return direction", what);
+  return true;
+}
+
+bool
+nbd_range_write_ready (int fd, GError **error)
+{
+  uint8_t rec[STREAM_RECORD_SIZE];
+
+  stream_encode_record (rec, STREAM_READY, 0, 0);
+  return write_all (fd, rec, sizeof rec, error);
+}
+
+bool
+nbd_range_read_ready (int fd, GError **error)
+{
+  uint64_t offset, length;
+
+  return read_record (fd, STREAM_READY, "the receiver's READY", &offset, &length, error);
+}
+
+bool
+nbd_range_write_request (int fd, const struct nbd_range *range, uint64_t size,
+                         GError **error)
+{
+  uint8_t rec[STREAM_RECORD_SIZE];
+
+  if (range->index < 0)
+    stream_encode_record (rec, STREAM_REQUEST, size, 0);
+  else
+    stream_encode_record (rec, STREAM_REQUEST, range->offset, range->length);
+  return write_all (fd, rec, sizeof rec, error);
+}
+
+bool
+nbd_range_read_request (int fd, uint64_t size, struct nbd_range *range, GError **error)
+{
+  uint64_t offset, length;
+
+  if (!read_record (fd, STREAM_REQUEST, "a range request", &offset, &length, error))
+    return false;
+  if (length == 0 && offset == size) {
+    *range = (struct nbd_range) { -1, 0, 0 };
+    return true;
+  }
+  if (length == 0 || offset > size || length > size - offset || length > NBD_RANGE_MAX ||
+      offset % B || (length % B && offset + length != size))
+    return ferry_set_error (error, FERRY_EXIT_STREAM, "a request for the range [%" PRIu64
+                            ", +%" PRIu64 ") of an export of %" PRIu64 " bytes: not "
+                            "inside it, not on %u-byte blocks, or more than %u bytes",
+                            offset, length, size, B, NBD_RANGE_MAX);
+  *range = (struct nbd_range) { offset / NBD_RANGE_SIZE, offset, length };
+  return true;
+}
+
+bool
+nbd_range_write_digests (int fd, const struct nbd_range *range, const uint8_t *digests,
+                         GError **error)
+{
+  size_t len = nbd_range_blocks (range, B) * STREAM_DIGEST_SIZE;
+  uint8_t rec[STREAM_RECORD_SIZE], crc[4];
+  uint32_t c = stream_crc32c (digests, len);
+
+  stream_encode_record (rec, STREAM_DIGESTS, range->offset, len);
+  for (int i = 0; i < 4; i++)
+    crc[i] = c >> (24 - 8 * i);
+  return write_all (fd, rec, sizeof rec, error) && write_all (fd, digests, len, error) &&
+         write_all (fd, crc, sizeof crc, error);
+}
+
+bool
+nbd_range_read_digests (int fd, const struct nbd_range *range, uint8_t *digests,
+                        GError **error)
+{
+  size_t len = nbd_range_blocks (range, B) * STREAM_DIGEST_SIZE;
+  uint8_t crc[4];
+  uint64_t offset, length;
+
+  if (!read_record (fd, STREAM_DIGESTS, "the digests of the range", &offset, &length, error))
+    return false;
+  if (offset != range->offset || length != len)
+    return ferry_set_error (error, FERRY_EXIT_STREAM, "digests for [%" PRIu64 ", %" PRIu64
+                            " bytes of digests), expected the range at %" PRIu64 " (%zu)",
+                            offset, length, range->offset, len);
+  if (!read_all (fd, digests, len, "the digests of the range came", error) ||
+      !read_all (fd, crc, sizeof crc, "the digests of the range came", error))
+    return false;
+  if (((uint32_t) crc[0] << 24 | crc[1] << 16 | crc[2] << 8 | crc[3]) !=
+      stream_crc32c (digests, len))
+    return ferry_set_error (error, FERRY_EXIT_STREAM, "the digests of the range at offset %"
+                            PRIu64 " fail their checksum", range->offset);
+  return true;
+}

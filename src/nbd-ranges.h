@@ -1,0 +1,95 @@
+/* ferry: --streams, the ranges of one copy over several channels
+ * (doc/nbd-stream.md, section 8).
+ *
+ * The remote mode's parent process is the controller: it cuts the image
+ * into ranges and hands the next free one to whichever local half asks,
+ * over a SOCK_SEQPACKET socketpair, one message a packet:
+ *   half -> controller: struct nbd_range_report, then @n_blocks block
+ *     digests (32 bytes each) of the range just done, if any;
+ *   controller -> half: struct nbd_range_grant.
+ * A half reports a range only once its other side confirmed it (the
+ * sender) or it applied it (the receiver), and asks for the next one in
+ * the same message.  The functions below are the module's (nbd-ranges.c). */
+#ifndef FERRY_NBD_RANGES_H
+#define FERRY_NBD_RANGES_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NBD_RANGE_SIZE (128u * 1024 * 1024)
+#define NBD_MAX_STREAMS 16
+#define NBD_DEFAULT_STREAMS 4
+/* The largest range a ranged stream accepts: its block digests (512 KiB)
+ * are held whole. */
+#define NBD_RANGE_MAX (1024u * 1024 * 1024)
+
+struct nbd_range {
+  int64_t index;              /* -1: no range (none done, or none left) */
+  uint64_t offset, length;
+};
+
+struct nbd_range_report {
+  uint64_t size;              /* the image's size as this half sees it */
+  int64_t index;              /* the range done, or -1 */
+  uint64_t data_bytes;        /* of that range, sent as DATA */
+  uint32_t n_blocks;          /* digests that follow */
+};
+
+struct nbd_range_grant {
+  int64_t index;              /* -1: no range left; -2: the copy is over
+                                 (a failure, or the sizes differ) */
+  uint64_t offset, length;
+};
+
+/* Report @done (@digests, @data_bytes) to the controller on @fd and wait
+ * for the next range in *@next (index -1: none left). */
+bool nbd_range_next (int fd, uint64_t size, const struct nbd_range *done,
+                     const uint8_t *digests, uint64_t data_bytes, struct nbd_range *next,
+                     GError **error);
+
+/* The other direction of a ranged stream's channel, blocking (the fds may
+ * be non-blocking): a request for a range (length 0: no more), and the
+ * block digests that a receiver applied. */
+/* The receiver took the header and opened its export: the sender may
+ * start (the first message on the return direction). */
+bool nbd_range_write_ready (int fd, GError **error);
+bool nbd_range_read_ready (int fd, GError **error);
+bool nbd_range_write_request (int fd, const struct nbd_range *range, uint64_t size,
+                              GError **error);
+/* Reads a request; validates it against @size (inside, block-aligned, at
+ * most NBD_RANGE_MAX); index is -1 for "no more". */
+bool nbd_range_read_request (int fd, uint64_t size, struct nbd_range *range,
+                             GError **error);
+bool nbd_range_write_digests (int fd, const struct nbd_range *range, const uint8_t *digests,
+                              GError **error);
+/* Reads the digests of @range into @digests (its block count's worth). */
+bool nbd_range_read_digests (int fd, const struct nbd_range *range, uint8_t *digests,
+                             GError **error);
+
+struct blkhash;
+/* Hash @range on its own (as an image of its length) on a worker thread,
+ * its block digests into a new *@blocks (the old one freed). */
+bool nbd_range_hash_start (struct blkhash *hash, const struct nbd_range *range,
+                           uint8_t **blocks, bool *kicked, GError **error);
+
+/* The error domain of a return direction that closed (its code is
+ * FERRY_EXIT_STREAM): the other half ended, and says why itself. */
+GQuark nbd_range_closed_quark (void);
+/* The error domain of a wait on the return direction that a stop signal
+ * ended: the caller leaves the stop (and its message) to its main loop. */
+GQuark nbd_range_stopped_quark (void);
+/* A local half whose return direction closed: its remote half failed, and
+ * the parent, which knows it, kills this half before its line would
+ * repeat the cause.  Waits up to 2 s for that (or for @control_fd to
+ * close). */
+void nbd_range_wait_for_parent (int control_fd);
+
+/* Block count of a range. */
+static inline uint64_t
+nbd_range_blocks (const struct nbd_range *r, uint32_t block_size)
+{
+  return (r->length + block_size - 1) / block_size;
+}
+
+#endif

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# --streams=4 when things go wrong: one remote ferry SIGKILLed mid-copy,
+# each way (the local ferry exits within seconds with 24 and a line naming
+# the host and the stream, and leaves no local half behind); a missing
+# remote export (30, one line, not one per stream); usage errors (2).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-sshd.sh"
+. "$(dirname "$0")/lib-nbd-stream.sh"
+start_sshd main /usr/bin:/bin
+host=root@127.0.0.1:$SSHD_PORT
+
+# Usage errors: exit 2, one line, nothing run.
+usage () {  # TEXT ARGS...
+    local text=$1 rc=0; shift
+    "$FERRY" "$@" 2> "$T/usage.err" || rc=$?
+    assert_eq 2 "$rc" "usage: $*"
+    assert_eq "ferry: $text" "$(cat "$T/usage.err")" "usage: $*: message"
+}
+usage "--streams goes with --remote-nbd-send or --remote-nbd-receive" --nbd-send=x --streams=2
+usage "invalid --streams '0': expected 1 to 16" --nbd-send=x --remote-nbd-receive=y --streams=0 ssh://h
+usage "invalid --streams '17': expected 1 to 16" --nbd-send=x --remote-nbd-receive=y --streams=17 ssh://h
+usage "--no-verify goes with --streams=1: the ranges of more streams are checked by their digests" \
+    --nbd-send=x --remote-nbd-receive=y --streams=4 --no-verify ssh://h
+usage "--ranged goes with --nbd-send or --nbd-receive (it is the remote half of --streams)" \
+    --nbd-digest=x --ranged
+
+# Three ranges in flight at once, each read slowly (100 ms a request of
+# 256 KiB): the copy is still going a second in.
+serve src --filter=delay sparse-random size=384M seed=9 percent=50 rdelay=100ms
+serve dst memory size=384M
+mkdir "$T/pids"
+cat > "$T/helper" <<HELPER
+#!/bin/sh
+echo \$\$ > "$T/pids/\$\$"
+exec "$FERRY" "\$@"
+HELPER
+chmod +x "$T/helper"
+REMOTE_HELPER=$T/helper
+
+remote_copy up "$(uri src)" "$(uri nowhere)" --streams=4
+assert_eq 30 "$REMOTE_RC" "remote DST missing: exit code"
+assert_contains "$T/remote.err" "ferry: $host (stream 1): cannot connect to $(uri nowhere): " \
+    "remote DST missing: message"
+assert_eq 1 "$(wc -l < "$T/remote.err")" "remote DST missing: one line"
+rm -f "$T"/pids/*
+
+# A remote ferry that is still copying (the stream that got no range has
+# ended).
+started () { [ "$(ls "$T/pids" | wc -l)" -ge 4 ]; }
+killer () {
+    wait_until 20 started
+    sleep 1
+    for p in $(ls "$T/pids"); do
+        ! kill -9 "$p" 2> /dev/null || break
+    done
+}
+for way in up down; do
+    killer &
+    start=$SECONDS
+    if [ $way = up ]; then
+        remote_copy up "$(uri src)" "$(uri dst)" --streams=4 --request-size=256K --in-flight=256K
+    else
+        remote_copy down "$(uri src)" "$(uri dst)" --streams=4 --request-size=256K --in-flight=256K
+    fi
+    wait $!
+    assert_eq 24 "$REMOTE_RC" "$way: exit code"
+    assert_contains "$T/remote.err" "ferry: $host (stream " "$way: the stream named"
+    assert_contains "$T/remote.err" "): the remote half was killed by SIGKILL (ran: " \
+        "$way: message"
+    ! grep -F 'Broken pipe' "$T/remote.err" || fail "$way: a line about the lost stream"
+    [ $((SECONDS - start)) -le 10 ] || fail "$way: took $((SECONDS - start)) s"
+    ! pgrep -f -- "--remote-helper=$T/helper" > /dev/null ||
+        fail "$way: a local half is left: $(pgrep -af -- "--remote-helper=$T/helper")"
+    gone () { for p in $(ls "$T/pids"); do ! kill -0 "$p" 2> /dev/null || return 1; done; }
+    wait_until 10 gone
+    rm -f "$T"/pids/*
+done
+
+# SIGTERM mid-copy: it reaches every half, each stops, and the copy exits
+# 143 within the drain timeout, leaving nothing behind.
+for way in up down; do
+    if [ $way = up ]; then
+        args=(--nbd-send="$(uri src)" --remote-nbd-receive="$(uri dst)")
+    else
+        args=(--nbd-receive="$(uri dst)" --remote-nbd-send="$(uri src)")
+    fi
+    env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" --remote-helper="$T/helper" "${args[@]}" \
+        --streams=4 --request-size=256K --in-flight=256K "$(ssh_base)?keyfile=$SSH_KEY" \
+        2> "$T/$way-term.err" &
+    pid=$!
+    wait_until 20 started
+    sleep 1
+    kill -TERM "$pid"
+    wait_rc 10 "$pid"
+    cat "$T/$way-term.err" >&2
+    assert_eq 143 "$rc" "$way, SIGTERM: exit code"
+    assert_contains "$T/$way-term.err" "ferry: stopped by SIGTERM" "$way, SIGTERM: a half's line"
+    ! pgrep -f -- "--remote-helper=$T/helper" > /dev/null || fail "$way, SIGTERM: a local half is left"
+    wait_until 10 gone
+    rm -f "$T"/pids/*
+done

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The ranged stream of --streams (doc/nbd-stream.md, section 8), each side
+# against a forged peer: a sender refuses a request off the block size or
+# past the export and an answer whose block digests differ from its own
+# (naming the range and the first block), and stops for SIGTERM while it
+# waits for that answer; a receiver refuses records out
+# of order in a range and a RANGE_END digest that is not its data's, and
+# one without --ranged refuses version 2.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-nbd-stream.sh"
+PEER=$FERRY_SOURCE_ROOT/tests/nbd-stream-ranged-peer.py
+serve src sparse-random size=8M seed=4 percent=100
+serve dst memory size=8M
+
+peer_case () {  # CASE RC TEXT
+    local rc=0
+    within 60 python3 "$PEER" sender-peer "$1" "$FERRY" --nbd-send="$(uri src)" --ranged \
+        2> "$T/peer.err" || rc=$?
+    cat "$T/peer.err" >&2
+    assert_eq "$2" "$rc" "$1: exit code"
+    assert_contains "$T/peer.err" "$3" "$1: message"
+}
+peer_case bad-digests 22 "ferry: range 0 (offset 0, 1048576 bytes): the digest of what the receiver applied differs from $(uri src)'s, first at offset 65536"
+peer_case stop 143 "ferry: stopped by SIGTERM; the image was sent up to offset 1048576"
+peer_case unaligned 21 "ferry: a request for the range [4096, +65536) of an export of 8388608 bytes: not inside it, not on 65536-byte blocks"
+peer_case outside 21 "ferry: a request for the range [8323072, +131072) of an export of 8388608 bytes: not inside it"
+
+stream_case () {  # CASE RC TEXT [RECEIVE_OPTIONS...]
+    local case=$1 want=$2 text=$3 rc=0; shift 3
+    python3 "$PEER" stream "$case" 8388608 |
+        within 60 "$FERRY" --nbd-receive="$(uri dst)" "$@" > "$T/answer" 2> "$T/recv.err" || rc=$?
+    cat "$T/recv.err" >&2
+    assert_eq "$want" "$rc" "$case $*: exit code"
+    [ -z "$text" ] || assert_contains "$T/recv.err" "$text" "$case $*: message"
+}
+stream_case order 21 "ferry: record at offset 65536, expected 0" --ranged
+stream_case bad-digest 22 "ferry: range 0 (offset 0, 131072 bytes): digest mismatch: its RANGE_END says 0000" --ranged
+stream_case good 21 "unsupported stream version 2 (this ferry reads 1; version 2 is the ranged stream of --streams)"
+# A valid range is applied, and its block digests come back after READY.
+stream_case good 0 "" --ranged
+assert_eq $((24 + 24 + 64 + 4)) "$(stat -c %s "$T/answer")" "good: READY and the DIGESTS answer"

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""A forged peer for the ranged stream of --streams (doc/nbd-stream.md,
+section 8), to check that each side validates what the other claims.
+
+  sender-peer CASE FERRY ARGS...   run FERRY ARGS... (--nbd-send=SRC --ranged)
+                      and play its receiver: READY, then as CASE says:
+                      bad-digests (a flipped block digest in the answer),
+                      unaligned (a request off the block size),
+                      outside (a request past the export's end),
+                      stop (SIGTERM while the sender waits for the answer)
+  stream CASE SIZE    write a forged ranged stream for an export of SIZE
+                      bytes to stdout: order (a DATA record that skips the
+                      range's first block), bad-digest (a RANGE_END whose
+                      digest is not its data's), good (a valid one)
+Exits with FERRY's exit status (sender-peer)."""
+import hashlib
+import signal
+import struct
+import subprocess
+import sys
+
+BLOCK = 65536
+READY, REQUEST, DIGESTS = 8, 6, 7
+DATA, ZERO, END, RANGE, RANGE_END = 1, 2, 3, 4, 5
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+def record(kind, offset, length):
+    head = struct.pack(">IQQ", kind, offset, length)
+    return head + struct.pack(">I", crc32c(head))
+
+
+def end_body(data_records, zero_records, data_bytes, zero_bytes, digest):
+    body = struct.pack(">QQQQ", data_records, zero_records, data_bytes, zero_bytes) + digest
+    return body + struct.pack(">I", crc32c(body))
+
+
+def header(size, version=2):
+    head = b"FERRYNBD" + struct.pack(">IIQII", version, 1, size, BLOCK, 0)
+    return head + struct.pack(">I", crc32c(head))
+
+
+def read_exact(f, n):
+    data = b""
+    while len(data) < n:
+        piece = f.read(n - len(data))
+        if not piece:
+            raise EOFError
+        data += piece
+    return data
+
+
+def block_digests(data):
+    return [hashlib.sha256(data[i:i + BLOCK]).digest() for i in range(0, len(data), BLOCK)]
+
+
+def sender_peer(case, argv):
+    ferry = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    out, into = ferry.stdout, ferry.stdin
+    size = struct.unpack(">Q", read_exact(out, 36)[16:24])[0]
+    into.write(record(READY, 0, 0))
+    if case == "unaligned":
+        into.write(record(REQUEST, 4096, BLOCK))
+    elif case == "outside":
+        into.write(record(REQUEST, size - BLOCK, 2 * BLOCK))
+    else:
+        into.write(record(REQUEST, 0, 16 * BLOCK))
+    into.flush()
+    if case in ("bad-digests", "stop"):
+        kind, offset, length = struct.unpack(">IQQ", read_exact(out, 24)[:20])
+        assert kind == RANGE and (offset, length) == (0, 16 * BLOCK), (kind, offset, length)
+        image = bytearray(length)
+        while True:
+            kind, offset, length = struct.unpack(">IQQ", read_exact(out, 24)[:20])
+            if kind == RANGE_END:
+                read_exact(out, 68)
+                break
+            if kind == DATA:
+                image[offset:offset + length] = read_exact(out, length)
+        if case == "stop":
+            ferry.send_signal(signal.SIGTERM)
+            return ferry.wait(timeout=10)
+        digests = block_digests(bytes(image))
+        digests[1] = bytes(32)
+        answer = b"".join(digests)
+        into.write(record(DIGESTS, 0, len(answer)) + answer + struct.pack(">I", crc32c(answer)))
+        into.flush()
+    try:
+        into.close()
+    except BrokenPipeError:
+        pass
+    out.read()
+    return ferry.wait()
+
+
+def forged_stream(case, size):
+    length = 2 * BLOCK
+    data = bytes(range(256)) * (length // 256)
+    digest = hashlib.sha256(b"".join(block_digests(data)) + length.to_bytes(8, "little")).digest()
+    s = header(size) + record(RANGE, 0, length)
+    if case == "order":
+        s += record(DATA, BLOCK, BLOCK) + data[:BLOCK]
+    else:
+        s += record(DATA, 0, length) + data
+        if case == "bad-digest":
+            digest = bytes(32)
+        s += record(RANGE_END, length, 68) + end_body(1, 0, length, 0, digest)
+        s += record(END, size, 68) + end_body(0, 0, 0, 0, bytes(32))
+    sys.stdout.buffer.write(s)
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "sender-peer":
+        sys.exit(sender_peer(sys.argv[2], sys.argv[3:]))
+    sys.exit(forged_stream(sys.argv[2], int(sys.argv[3])))
