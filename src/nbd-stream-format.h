@@ -11,6 +11,9 @@
 #define STREAM_MAGIC "FERRYNBD"
 #define STREAM_VERSION 1
 #define STREAM_FLAG_DIGEST 1u
+/* A delta stream: SAME records may appear; a parser accepts the flag only
+ * when its user set allow_delta. */
+#define STREAM_FLAG_DELTA 2u
 #define STREAM_HEADER_SIZE 36
 #define STREAM_RECORD_SIZE 24
 #define STREAM_END_BODY_SIZE 68
@@ -22,6 +25,7 @@ enum stream_record_type {
   STREAM_DATA = 1,
   STREAM_ZERO = 2,
   STREAM_END = 3,
+  STREAM_SAME = 4,            /* delta streams: the destination holds these blocks */
 };
 
 struct stream_header {
@@ -52,12 +56,13 @@ enum stream_event_kind {
   STREAM_EVENT_ZERO,          /* a ZERO record */
   STREAM_EVENT_END,           /* the END record, checked; parser->end is valid */
   STREAM_EVENT_ERROR,         /* parser->error says what and where; sticky */
+  STREAM_EVENT_SAME,          /* a SAME record (delta streams) */
 };
 
 struct stream_event {
   enum stream_event_kind kind;
-  uint64_t offset;            /* DATA: export offset of this piece; ZERO: of the record */
-  uint64_t length;            /* DATA: bytes at @data; ZERO: the record's length */
+  uint64_t offset;            /* DATA: export offset of this piece; ZERO, SAME: of the record */
+  uint64_t length;            /* DATA: bytes at @data; ZERO, SAME: the record's length */
   const uint8_t *data;        /* DATA: points into the input fed */
   uint64_t record_offset;     /* DATA: the whole record's offset and length */
   uint64_t record_length;
@@ -85,6 +90,9 @@ struct stream_parser {
   struct stream_end counted;  /* counts of the records seen so far */
   struct stream_end end;      /* the END record's body */
   char error[160];            /* with STREAM_IN_FAILED: the one-line reason */
+  bool allow_delta;           /* set by the user before feeding: accept the
+                                 DELTA flag (else refused like unknown flags) */
+  uint64_t same_records, same_bytes;   /* SAME records seen (not in END's counts) */
 };
 
 void stream_parser_init (struct stream_parser *p);
