@@ -121,6 +121,7 @@ blkhash_init (struct blkhash *b, uint64_t size, uint32_t block_size)
   b->next = 0;
   b->block_size = block_size;
   b->blocks = NULL;
+  b->blocks_from = 0;
   if (!zeros || !b->outer || !EVP_DigestInit_ex (b->outer, EVP_sha256 (), NULL)) {
     free (zeros);
     blkhash_clear (b);
@@ -132,7 +133,7 @@ blkhash_init (struct blkhash *b, uint64_t size, uint32_t block_size)
 }
 
 void
-blkhash_keep_blocks (struct blkhash *b, uint64_t offset, unsigned char *digests)
+blkhash_keep_blocks (struct blkhash *b, uint64_t offset, uint8_t *digests)
 {
   b->next = offset;
   b->blocks = digests;

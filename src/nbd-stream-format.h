@@ -25,7 +25,8 @@ enum stream_record_type {
   STREAM_DATA = 1,
   STREAM_ZERO = 2,
   STREAM_END = 3,
-  STREAM_SAME = 4,            /* delta streams: the destination holds these blocks */
+  /* Delta streams (4 to 8 are kept for the ranged stream of --streams). */
+  STREAM_SAME = 16,           /* the destination already holds these blocks */
 };
 
 struct stream_header {

@@ -375,7 +375,7 @@ test_delta_bad_records (void)
     { &delta, true, STREAM_SAME, 0, 0, "outside the export" },
     { &delta, true, STREAM_SAME, 0, 5 * B, "outside the export" },
     { &delta, true, STREAM_SAME, 0, B + 1, "not aligned" },
-    { &delta, true, 5, 0, B, "unknown record type 5" },
+    { &delta, true, 99, 0, B, "unknown record type 99" },
   };
 
   for (size_t i = 0; i < G_N_ELEMENTS (cases); i++) {
