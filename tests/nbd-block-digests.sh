@@ -22,6 +22,12 @@ field () { sed -n "s/.* $1=\([0-9]*\).*/\1/p" "$T/err"; }
 serve sparse sparse-random size=1G seed=3 percent=5
 nbdcopy "$(uri sparse)" "$T/sparse.raw"
 check_range sparse 0 $((1024 * M))
+# The image digest of doc/nbd-stream.md over these block digests is ferry's.
+image=$(python3 -c 'import hashlib, sys
+outer = hashlib.sha256(b"".join(bytes.fromhex(l) for l in open(sys.argv[1])))
+outer.update((1 << 30).to_bytes(8, "little"))
+print(outer.hexdigest())' "$T/ferry.txt")
+assert_eq "$image  $(uri sparse)" "$("$FERRY" --nbd-digest="$(uri sparse)")" "image digest"
 # Only the data extents were read (1.7% of it, in this seed).
 [ "$(field read)" -lt $((64 * M)) ] || fail "read $(field read) bytes of a sparse 1 GiB"
 [ "$(field zero_blocks)" -gt 15000 ] || fail "zero blocks: $(cat "$T/err")"
