@@ -121,6 +121,8 @@ blkhash_init (struct blkhash *b, uint64_t size, uint32_t block_size)
   b->size = size;
   b->next = 0;
   b->block_size = block_size;
+  b->blocks = NULL;
+  b->blocks_from = 0;
   if (!zeros || !b->outer || !EVP_DigestInit_ex (b->outer, EVP_sha256 (), NULL)) {
     free (zeros);
     blkhash_clear (b);
@@ -131,6 +133,25 @@ blkhash_init (struct blkhash *b, uint64_t size, uint32_t block_size)
   return true;
 }
 
+void
+blkhash_keep_blocks (struct blkhash *b, uint64_t offset, uint8_t *digests)
+{
+  b->next = offset;
+  b->blocks = digests;
+  b->blocks_from = offset;
+}
+
+/* The digest @d of the block of @len bytes at b->next. */
+static void
+add_block (struct blkhash *b, const unsigned char d[BLKHASH_SIZE], uint64_t len)
+{
+  EVP_DigestUpdate (b->outer, d, BLKHASH_SIZE);
+  if (b->blocks)
+    memcpy (b->blocks + (b->next - b->blocks_from) / b->block_size * BLKHASH_SIZE, d,
+            BLKHASH_SIZE);
+  b->next += len;
+}
+
 static void
 hash_data (struct blkhash *b, const uint8_t *buf, size_t len)
 {
@@ -139,12 +160,9 @@ hash_data (struct blkhash *b, const uint8_t *buf, size_t len)
   while (len > 0) {
     size_t n = len < b->block_size ? len : b->block_size;
     SHA256 (buf, n, d);
-    EVP_DigestUpdate (b->outer, d, sizeof d);
-    if (b->blocks)
-      memcpy (b->blocks + b->next / b->block_size * BLKHASH_SIZE, d, sizeof d);
+    add_block (b, d, n);
     buf += n;
     len -= n;
-    b->next += n;
   }
 }
 
@@ -152,12 +170,8 @@ static void
 hash_zero (struct blkhash *b, uint64_t len)
 {
   while (len >= b->block_size) {
-    EVP_DigestUpdate (b->outer, b->zero_digest, BLKHASH_SIZE);
-    if (b->blocks)
-      memcpy (b->blocks + b->next / b->block_size * BLKHASH_SIZE, b->zero_digest,
-              BLKHASH_SIZE);
+    add_block (b, b->zero_digest, b->block_size);
     len -= b->block_size;
-    b->next += b->block_size;
   }
   if (len > 0) {
     /* Only the image's last block is short. */

@@ -466,6 +466,7 @@ consume_stream (struct receiver *r)
   r->input_pos += used;
   switch (ev.kind) {
   case STREAM_EVENT_NONE:
+  case STREAM_EVENT_SAME:     /* only with parser.allow_delta, not set here */
     break;
   case STREAM_EVENT_HEADER:
     check_header (r);

@@ -27,6 +27,7 @@
 #include "message.h"
 #include "gsource-release.h"
 #include "nbd-ranges.h"
+#include "nbd-map.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 #include "progress.h"
@@ -34,14 +35,6 @@
 
 #define B STREAM_BLOCK_SIZE
 #define ZEROS_SIZE (1024 * 1024)
-/* Zero runs are merged over map windows up to this length. */
-#define MAX_ZERO_RECORD (64ull << 30)
-
-struct extent {
-  uint64_t offset, length;
-  bool zero;
-};
-
 /* A run of records, once its read is done: DATA or ZERO per block run. */
 struct segment {
   bool zero;
@@ -76,11 +69,7 @@ struct sender {
   GSource *out_watch;         /* while stdout is full */
   bool kicked;                /* the pump has work: completions, room on stdout */
 
-  GArray *map;                /* struct extent, from block status, in order */
-  guint map_first;            /* entries before it are behind next_offset */
-  uint64_t map_end;           /* the map covers [0, map_end) */
-  bool map_pending;           /* a block status is in flight */
-  uint64_t map_asked;         /* its window's end */
+  struct nbd_map map;         /* ahead of next_offset */
 
   uint64_t next_offset;       /* the next read or zero range starts here */
   uint64_t end;               /* and the pipeline ends here: the export's
@@ -157,152 +146,28 @@ read_done (void *data, int *error)
   return 1;
 }
 
-static int
-extent_entries (void *data, const char *context, uint64_t offset, uint32_t *entries,
-                size_t n, int *error)
-{
-  struct sender *s = data;
-
-  if (strcmp (context, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0 || *error)
-    return 0;
-  /* A server may answer for less than was asked, never for more. */
-  for (size_t i = 0; i + 1 < n && offset < s->map_asked; i += 2) {
-    struct extent e = { offset, entries[i], entries[i + 1] & LIBNBD_STATE_ZERO };
-    if (e.length == 0)
-      break;
-    if (e.length > s->map_asked - offset)
-      e.length = s->map_asked - offset;
-    g_array_append_val (s->map, e);
-    offset += e.length;
-    s->map_end = offset;
-  }
-  return 0;
-}
-
-/* The pump is only ever scheduled from callbacks, so it never runs with a
- * handle locked. */
-static int
-map_done (void *data, int *error)
-{
-  struct sender *s = data;
-
-  s->map_pending = false;
-  s->export.conn[0].in_flight--;
-  schedule_pump (s);
-  if (*error)
-    set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
-                                 "%s: block status at offset %" PRIu64 " failed: %s",
-                                 s->export.name, s->map_end, g_strerror (*error)));
-  return 1;
-}
-
+/* A block status is done (the map's callback, with the handle locked). */
 static void
-ask_map (struct sender *s)
+map_done (void *data, GError *error)
 {
-  struct nbd_conn *c = &s->export.conn[0];
-  uint64_t count = MIN (NBD_STREAM_MAP_WINDOW, s->end - s->map_end);
+  struct sender *s = data;
 
-  s->map_asked = s->map_end + count;
-  s->map_pending = true;
-  c->in_flight++;
-  s->stats.requests++;
-  if (nbd_aio_block_status (c->nbd, count, s->map_end,
-                            (nbd_extent_callback) { .callback = extent_entries, .user_data = s },
-                            (nbd_completion_callback) { .callback = map_done, .user_data = s },
-                            0) == -1) {
-    c->in_flight--;
-    s->map_pending = false;
-    set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
-                                 "%s: block status at offset %" PRIu64 ": %s",
-                                 s->export.name, s->map_end, nbd_get_error ()));
-  }
-}
-
-/* What comes at s->next_offset: a zero range (true), or a read of
- * *@length bytes (false); *@length 0 when the map must grow first. */
-static bool
-next_range (struct sender *s, uint64_t *length)
-{
-  uint64_t off = s->next_offset, size = s->end;
-  guint i = s->map_first;
-
-  *length = 0;
-  while (i < s->map->len) {
-    struct extent *e = &g_array_index (s->map, struct extent, i);
-    if (e->offset + e->length > off)
-      break;
-    i++;
-  }
-  s->map_first = i;
-  if (i == s->map->len)
-    return false;                       /* wait for the map */
-  struct extent *e = &g_array_index (s->map, struct extent, i);
-  if (e->zero) {
-    uint64_t end = e->offset + e->length;
-    for (guint j = i + 1; j < s->map->len; j++) {
-      struct extent *f = &g_array_index (s->map, struct extent, j);
-      if (!f->zero)
-        break;
-      end = f->offset + f->length;
-    }
-    /* A zero run that reaches the map's end may go on: wait for the next
-     * window, so that holes cross as few records as possible. */
-    if (end == s->map_end && end < size && end - off < MAX_ZERO_RECORD)
-      return false;
-    if (end < size)
-      end -= end % B;
-    if (end > off) {
-      *length = end - off;
-      return true;
-    }
-    if (end == s->map_end && end < size && s->map_end - off < B)
-      return false;                     /* a block not mapped to its end yet */
-  }
-  /* Data: up to a request, and to the first block that may be all zero. */
-  uint64_t end = MIN (off + s->export.request_size, size);
-  for (guint j = i + 1; j < s->map->len; j++) {
-    struct extent *f = &g_array_index (s->map, struct extent, j);
-    if (f->offset >= end)
-      break;
-    if (f->zero) {
-      uint64_t z = f->offset + (B - f->offset % B) % B;
-      if (z > off && z < end)
-        end = z;
-      break;
-    }
-  }
-  if (end > s->map_end) {
-    if (s->map_end < size && s->map_end - s->map_end % B <= off)
-      return false;
-    if (s->map_end < size)
-      end = s->map_end - s->map_end % B;
-  }
-  *length = end - off;
-  return false;
+  schedule_pump (s);
+  if (error)
+    set_failure (s, error);
 }
 
 static void
 issue_reads (struct sender *s)
 {
   struct nbd_export *e = &s->export;
-  unsigned limit = e->n_conns * NBD_STREAM_REQUESTS_PER_CONNECTION;
 
   while (!s->error && s->next_offset < s->end) {
     uint64_t length;
-    bool zero;
+    bool zero = nbd_map_next_read (&s->map, s->next_offset, s->in_flight,
+                                   s->in_flight_limit, &length);
 
-    if (s->map_end < s->end && !s->map_pending &&
-        s->map_end - s->next_offset < NBD_STREAM_MAP_WINDOW / 2)
-      ask_map (s);
-    zero = next_range (s, &length);
-    if (length == 0) {
-      if (!s->map_pending && s->map_end < s->end)
-        ask_map (s);
-      break;
-    }
-    if (!zero && (s->in_flight + length > s->in_flight_limit && s->in_flight > 0))
-      break;
-    if (!zero && nbd_export_in_flight (e) >= limit)
+    if (length == 0)
       break;
     struct request *r = g_new0 (struct request, 1);
     r->sender = s;
@@ -313,17 +178,13 @@ issue_reads (struct sender *s)
       r->done = true;
     } else {
       r->buf = g_malloc (length);
-      r->conn = nbd_export_pick (e);
-      r->conn->in_flight++;
       s->in_flight += length;
       s->stats.requests++;
-      if (nbd_aio_pread (r->conn->nbd, r->buf, length, r->offset,
-                         (nbd_completion_callback) { .callback = read_done, .user_data = r },
-                         0) == -1) {
-        r->done = true;
-        r->error = nbd_get_errno () ? nbd_get_errno () : EIO;
-        r->conn->in_flight--;
-      }
+      r->conn = nbd_export_pread (e, r->buf, length, r->offset,
+                                  (nbd_completion_callback) { .callback = read_done,
+                                                              .user_data = r },
+                                  &r->error);
+      r->done = r->conn == NULL;
     }
     g_queue_push_tail (&s->queue, r);
     s->next_offset += length;
@@ -531,15 +392,10 @@ start_range (struct sender *s, const struct nbd_range *range)
   s->range = *range;
   s->range_closed = false;
   s->range_base = s->counts;
-  s->next_offset = s->map_end = range->offset;
+  s->next_offset = range->offset;
   s->end = range->offset + range->length;
-  g_array_set_size (s->map, 0);
-  s->map_first = 0;
-  if (!s->export.has_map) {
-    struct extent all = { range->offset, range->length, false };
-    g_array_append_val (s->map, all);
-    s->map_end = s->end;
-  }
+  nbd_map_clear (&s->map);
+  nbd_map_init (&s->map, &s->export, range->offset, s->end, &s->stats.requests, map_done, s);
   GError *error = NULL;
 
   g_free (s->answer);
@@ -781,13 +637,8 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     g_main_loop_unref (s.loop);
     return error->code;
   }
-  s.map = g_array_new (FALSE, FALSE, sizeof (struct extent));
   s.end = s.ranged ? 0 : s.export.size;
-  if (!s.export.has_map && !s.ranged) {
-    struct extent all = { 0, s.export.size, false };
-    g_array_append_val (s.map, all);
-    s.map_end = s.export.size;
-  }
+  nbd_map_init (&s.map, &s.export, 0, s.end, &s.stats.requests, map_done, &s);
   s.in_flight_limit = options->in_flight;
   g_queue_init (&s.queue);
   s.hashing = !s.ranged && (digest_only || !options->no_verify);
@@ -863,7 +714,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     blkhash_clear (&s.hash);
   while (!g_queue_is_empty (&s.queue))
     request_unref (g_queue_pop_head (&s.queue));
-  g_array_unref (s.map);
+  nbd_map_clear (&s.map);
   g_free (s.blocks);
   g_free (s.answer);
   g_main_loop_unref (s.loop);
