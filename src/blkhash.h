@@ -47,6 +47,10 @@ void blkhash_start_worker (struct blkhash *b, bool *kicked);
  * calling thread (at once without a worker). */
 void blkhash_data_async (struct blkhash *b, const uint8_t *data, size_t len,
                          void (*release) (void *arg), void *arg);
+/* The next @len bytes are blocks whose digests are known: @digests,
+ * BLKHASH_SIZE bytes each, valid until blkhash_final or blkhash_clear
+ * (a delta's blocks that the destination already holds). */
+void blkhash_known (struct blkhash *b, const uint8_t *digests, uint64_t len);
 /* Release the data of the jobs the worker has finished. */
 void blkhash_collect (struct blkhash *b);
 

@@ -38,6 +38,7 @@
 /* A run of records, once its read is done: DATA or ZERO per block run. */
 struct segment {
   bool zero;
+  bool same;                  /* --delta: SAME, DEST holds it (zero or not) */
   uint64_t offset, length;
   const uint8_t *data;        /* DATA: in the request's buffer */
   uint8_t header[STREAM_RECORD_SIZE];
@@ -56,6 +57,7 @@ struct request {
   unsigned n_segments;
   unsigned segment;           /* the writer's position: segment, and */
   uint64_t segment_pos;       /* bytes of it written (its header counts) */
+  bool compared;              /* --delta: its blocks were compared with DEST's */
 };
 
 struct sender {
@@ -99,6 +101,15 @@ struct sender {
   struct stream_end range_base;   /* s->counts when it began */
   uint8_t *blocks;            /* its block digests (the hash fills them) */
   uint8_t *answer;            /* the receiver's, to compare */
+
+  /* --delta (with --ranged): the receiver's digests of each range's DEST
+   * come first, and a block whose own digest is the same goes as SAME. */
+  bool delta;
+  uint8_t *dest_digests;      /* of the range being sent */
+  bool have_dest_digests;     /* read from the return direction */
+  uint64_t compared_blocks, same_blocks;
+  uint64_t same_bytes;        /* in SAME records */
+  uint64_t range_same_base;   /* @same_bytes when the range began */
 };
 
 static const uint8_t zeros[ZEROS_SIZE];
@@ -206,57 +217,125 @@ request_unref (void *data)
 }
 
 static void
-add_segment (struct request *r, bool zero, uint64_t offset, uint64_t length,
+add_segment (struct request *r, bool zero, bool same, uint64_t offset, uint64_t length,
              const uint8_t *data)
 {
   struct segment *g = &r->segments[r->n_segments];
 
   /* Runs of the same kind merge (a DATA record stays within its read). */
-  if (r->n_segments > 0 && g[-1].zero == zero) {
+  if (r->n_segments > 0 && g[-1].zero == zero && g[-1].same == same) {
     g[-1].length += length;
     return;
   }
   g->zero = zero;
+  g->same = same;
   g->offset = offset;
   g->length = length;
   g->data = data;
   r->n_segments++;
 }
 
-/* The writer takes the head request: split it into records, hash it. */
+/* A segment's record header, and the counts. */
+static void
+encode_segment (struct sender *s, struct segment *g)
+{
+  stream_encode_record (g->header, g->same ? STREAM_SAME : g->zero ? STREAM_ZERO : STREAM_DATA,
+                        g->offset, g->length);
+  if (g->same)
+    return;
+  if (g->zero) {
+    s->counts.zero_records++;
+    s->counts.zero_bytes += g->length;
+  } else {
+    s->counts.data_records++;
+    s->counts.data_bytes += g->length;
+  }
+  s->stats.data_bytes = s->counts.data_bytes;
+  s->stats.zero_bytes = s->counts.zero_bytes;
+}
+
+/* The writer takes the head request: split it into records, hash it
+ * (with --delta, the records wait for compare_request). */
 static void
 take_request (struct sender *s, struct request *r)
 {
   r->segments = g_new (struct segment, r->buf ? (r->length + B - 1) / B : 1);
   if (!r->buf) {
-    add_segment (r, true, r->offset, r->length, NULL);
+    add_segment (r, true, false, r->offset, r->length, NULL);
   } else {
     for (uint64_t pos = 0; pos < r->length; pos += B) {
       uint64_t n = MIN (B, r->length - pos);
-      add_segment (r, nbd_stream_is_zero (r->buf + pos, n), r->offset + pos, n,
+      add_segment (r, nbd_stream_is_zero (r->buf + pos, n), false, r->offset + pos, n,
                    r->buf + pos);
     }
   }
   for (unsigned i = 0; i < r->n_segments; i++) {
     struct segment *g = &r->segments[i];
-    stream_encode_record (g->header, g->zero ? STREAM_ZERO : STREAM_DATA,
-                          g->offset, g->length);
+    if (!s->delta)
+      encode_segment (s, g);
+    if (!s->hashing)
+      continue;
     if (g->zero) {
-      s->counts.zero_records++;
-      s->counts.zero_bytes += g->length;
-      if (s->hashing)
-        blkhash_zero (&s->hash, g->length);
+      blkhash_zero (&s->hash, g->length);
     } else {
-      s->counts.data_records++;
-      s->counts.data_bytes += g->length;
-      if (s->hashing) {
-        r->refs++;
-        blkhash_data_async (&s->hash, g->data, g->length, request_unref, r);
-      }
+      r->refs++;
+      blkhash_data_async (&s->hash, g->data, g->length, request_unref, r);
     }
   }
-  s->stats.data_bytes = s->counts.data_bytes;
-  s->stats.zero_bytes = s->counts.zero_bytes;
+}
+
+/* --delta: the requests behind the head are hashed as soon as they are
+ * read, in order, so that their digests are ready when the writer
+ * compares them. */
+static void
+take_ahead (struct sender *s)
+{
+  for (GList *l = s->queue.head; l; l = l->next) {
+    struct request *r = l->data;
+    if (!r->done || r->error)
+      return;
+    if (!r->segments)
+      take_request (s, r);
+  }
+}
+
+/* --delta, once @r is hashed: its blocks whose digest is DEST's become
+ * SAME, and its records are encoded.  The range's DEST digests are read
+ * first (blocking: the RANGE record went before). */
+static void
+compare_request (struct sender *s, struct request *r)
+{
+  struct segment *taken = r->segments;
+  unsigned n_taken = r->n_segments;
+  GError *error = NULL;
+
+  if (!s->have_dest_digests &&
+      !nbd_range_read_digests (s->in, &s->range, s->dest_digests, &error)) {
+    set_failure (s, error);
+    return;
+  }
+  s->have_dest_digests = true;
+  r->segments = g_new (struct segment, (r->length + B - 1) / B);
+  r->n_segments = 0;
+  for (unsigned i = 0; i < n_taken; i++) {
+    const struct segment *g = &taken[i];
+    for (uint64_t pos = 0; pos < g->length; pos += B) {
+      uint64_t n = MIN (B, g->length - pos), block = (g->offset + pos - s->range.offset) / B;
+      /* A short zero block (the export's last) is sent: it costs no payload. */
+      const uint8_t *own = !g->zero ? s->blocks + block * STREAM_DIGEST_SIZE
+                         : n == B ? s->hash.zero_digest : NULL;
+      bool same = own && memcmp (own, s->dest_digests + block * STREAM_DIGEST_SIZE,
+                                 STREAM_DIGEST_SIZE) == 0;
+      add_segment (r, g->zero, same, g->offset + pos, n, g->data ? g->data + pos : NULL);
+      s->compared_blocks++;
+      s->same_blocks += same;
+      s->same_bytes += same ? n : 0;
+    }
+  }
+  g_free (taken);
+  for (unsigned i = 0; i < r->n_segments; i++)
+    encode_segment (s, &r->segments[i]);
+  r->compared = true;
 }
 
 /* The iovecs for the rest of @r from its writer position. */
@@ -275,7 +354,7 @@ fill_iov (struct sender *s, struct request *r, struct iovec *iov, int max)
         pos = STREAM_RECORD_SIZE;
       }
       pos -= STREAM_RECORD_SIZE;
-      if (g->zero)
+      if (g->zero || g->same)
         continue;
     }
     while (pos < g->length && n < max) {
@@ -299,7 +378,7 @@ advance (struct sender *s, struct request *r, uint64_t n)
   while (r->segment < r->n_segments) {
     struct segment *g = &r->segments[r->segment];
     uint64_t total = (s->raw ? 0 : STREAM_RECORD_SIZE) +
-                     (s->raw || !g->zero ? g->length : 0);
+                     (s->raw || (!g->zero && !g->same) ? g->length : 0);
     uint64_t left = total - r->segment_pos;
     if (n < left) {
       r->segment_pos += n;
@@ -392,6 +471,7 @@ start_range (struct sender *s, const struct nbd_range *range)
   s->range = *range;
   s->range_closed = false;
   s->range_base = s->counts;
+  s->range_same_base = s->same_bytes;
   s->next_offset = range->offset;
   s->end = range->offset + range->length;
   nbd_map_clear (&s->map);
@@ -400,6 +480,11 @@ start_range (struct sender *s, const struct nbd_range *range)
 
   g_free (s->answer);
   s->answer = g_malloc (digests);
+  if (s->delta) {
+    g_free (s->dest_digests);
+    s->dest_digests = g_malloc (digests);
+    s->have_dest_digests = false;
+  }
   if (!nbd_range_hash_start (&s->hash, range, &s->blocks, &s->kicked, &error)) {
     set_failure (s, error);
     return;
@@ -467,7 +552,8 @@ ranged_step (struct sender *s)
     return;
   if (s->options->control_fd > 0
       ? !nbd_range_next (s->options->control_fd, s->export.size, &s->range, s->blocks,
-                         s->counts.data_bytes - s->range_base.data_bytes, &next, &error)
+                         s->counts.data_bytes - s->range_base.data_bytes,
+                         s->same_bytes - s->range_same_base, &next, &error)
       : !nbd_range_read_request (s->in, s->export.size, &next, &error)) {
     set_failure (s, error);
     return;
@@ -524,6 +610,14 @@ write_ready (struct sender *s)
     }
     if (!r->segments)
       take_request (s, r);
+    /* --delta: once its hashing is done (the queue's is the last ref). */
+    if (s->delta && !r->compared) {
+      if (r->refs > 1)
+        return true;
+      compare_request (s, r);
+      if (s->error)
+        return true;
+    }
     int k = fill_iov (s, r, iov, G_N_ELEMENTS (iov));
     if (k > 0) {
       if (!write_out (s, iov, k, &n))
@@ -547,6 +641,8 @@ pump (gpointer data)
     set_failure (s, g_error_copy (s->export.lost));
   if (s->hashing)
     blkhash_collect (&s->hash);
+  if (s->delta && s->hashing && !s->error)
+    take_ahead (s);
   if (!s->error)
     write_ready (s);
   /* Zero ranges from the map are done at once: write them now. */
@@ -616,6 +712,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   struct sender s = { .options = options, .digest_only = digest_only,
                       .raw = options->raw && !digest_only, .out = STDOUT_FILENO,
                       .in = STDIN_FILENO, .ranged = options->ranged && !digest_only,
+                      .delta = options->ranged && options->delta && !digest_only,
                       .range = { -1, 0, 0 } };
   const char *uri = digest_only ? options->digest : options->send;
   g_autoptr (GError) error = NULL;
@@ -651,8 +748,8 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   if (s.hashing)
     blkhash_start_worker (&s.hash, &s.kicked);
   if (!s.raw && !digest_only) {
-    struct stream_header h = { s.hashing || s.ranged ? STREAM_FLAG_DIGEST : 0,
-                               s.export.size, B };
+    struct stream_header h = { (s.hashing || s.ranged ? STREAM_FLAG_DIGEST : 0) |
+                               (s.delta ? STREAM_FLAG_DELTA : 0), s.export.size, B };
     stream_encode_header_version (s.preamble, &h, s.ranged ? STREAM_VERSION_RANGES
                                                            : STREAM_VERSION);
     s.preamble_len = STREAM_HEADER_SIZE;
@@ -704,6 +801,10 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     ferry_error ("cannot write the digest to stdout: %s", g_strerror (errno));
     rc = FERRY_EXIT_IO;
   }
+  if (s.delta && options->verbose)
+    ferry_report ("delta: compared=%" PRIu64 " blocks, sent=%" PRIu64 " same=%" PRIu64
+                  " saved=%" PRIu64 " bytes", s.compared_blocks,
+                  s.compared_blocks - s.same_blocks, s.same_blocks, s.same_bytes);
   if (options->verbose)
     nbd_stream_print_summary (mode_name (&s), &s.stats,
                               options->no_verify && !digest_only ? NULL : hex);
@@ -717,6 +818,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   nbd_map_clear (&s.map);
   g_free (s.blocks);
   g_free (s.answer);
+  g_free (s.dest_digests);
   g_main_loop_unref (s.loop);
   return rc;
 }

@@ -46,6 +46,8 @@ struct nbd_stream_options {
   unsigned streams;           /* --streams=N (remote mode); 0: not given */
   bool ranged;                /* --ranged: the ranged stream of --streams
                                  (doc/nbd-stream.md, section 8) */
+  bool delta;                 /* --delta: with the ranged stream, only the blocks
+                                 that differ from DEST's (SAME for the rest) */
   int control_fd;             /* a local half of --streams: its socket to the
                                  controller (nbd-ranges.h); 0: none */
 };
