@@ -107,8 +107,7 @@ struct sender {
   bool delta;
   uint8_t *dest_digests;      /* of the range being sent */
   bool have_dest_digests;     /* read from the return direction */
-  uint64_t compared_blocks, same_blocks;
-  uint64_t same_bytes;        /* in SAME records */
+  uint64_t same_bytes;        /* in SAME records (the controller's -v line) */
   uint64_t range_same_base;   /* @same_bytes when the range began */
 };
 
@@ -327,8 +326,6 @@ compare_request (struct sender *s, struct request *r)
       bool same = own && memcmp (own, s->dest_digests + block * STREAM_DIGEST_SIZE,
                                  STREAM_DIGEST_SIZE) == 0;
       add_segment (r, g->zero, same, g->offset + pos, n, g->data ? g->data + pos : NULL);
-      s->compared_blocks++;
-      s->same_blocks += same;
       s->same_bytes += same ? n : 0;
     }
   }
@@ -801,10 +798,6 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     ferry_error ("cannot write the digest to stdout: %s", g_strerror (errno));
     rc = FERRY_EXIT_IO;
   }
-  if (s.delta && options->verbose)
-    ferry_report ("delta: compared=%" PRIu64 " blocks, sent=%" PRIu64 " same=%" PRIu64
-                  " saved=%" PRIu64 " bytes", s.compared_blocks,
-                  s.compared_blocks - s.same_blocks, s.same_blocks, s.same_bytes);
   if (options->verbose)
     nbd_stream_print_summary (mode_name (&s), &s.stats,
                               options->no_verify && !digest_only ? NULL : hex);
