@@ -53,6 +53,8 @@ struct channel_endpoint {
   GString *stderr_line;       /* endpoint_ssh_exec: the remote stderr's unfinished
                                  line; its lines are ferry's, naming the host */
   struct ssh_channel_callbacks_struct callbacks;  /* endpoint_ssh_exec: exit-signal */
+  char *stderr_label;         /* endpoint_ssh_exec_on: the stderr lines' prefix,
+                                 if not the session's name */
   char *exit_signal;          /* the signal that killed the remote command
                                  ("TERM"), once the server said so */
   bool eof_sent;
@@ -84,7 +86,7 @@ static void
 pass_stderr_lines (struct channel_endpoint *se, bool flush)
 {
   GString *l = se->stderr_line;
-  const char *name = ferry_ssh_conn_name (se->conn);
+  const char *name = se->stderr_label ? se->stderr_label : ferry_ssh_conn_name (se->conn);
   char *nl;
 
   while ((nl = memchr (l->str, '\n', l->len)) || (flush && l->len > 0)) {
@@ -247,7 +249,10 @@ channel_endpoint_shutdown_write (struct endpoint *ep)
     errno = ENOTCONN;
     return -1;
   }
-  if (ssh_channel_send_eof (se->channel) != SSH_OK)
+  /* SSH_AGAIN: the EOF is queued, and libssh's flush of the session's
+   * output would block (other channels' data is ahead of it, as with
+   * --streams); the session's watch sends it. */
+  if (ssh_channel_send_eof (se->channel) == SSH_ERROR)
     return channel_failed (se);
   ferry_ssh_conn_update (se->conn, NULL);
   return 0;
@@ -328,6 +333,7 @@ channel_endpoint_free (struct endpoint *ep)
   ferry_ssh_conn_unref (se->conn);
   g_free (se->command);
   g_free (se->exit_signal);
+  g_free (se->stderr_label);
   g_free (se->direct_error);
   endpoint_clear_names (ep);
   g_free (se);
@@ -518,11 +524,12 @@ endpoint_ssh_exec (const struct address *a, const struct connect_options *opts,
 {
   g_autoptr (FerrySshConn) conn = ferry_ssh_conn_new (a, opts, error);
 
-  return conn ? endpoint_ssh_exec_on (conn, command, error) : NULL;
+  return conn ? endpoint_ssh_exec_on (conn, command, NULL, error) : NULL;
 }
 
 struct endpoint *
-endpoint_ssh_exec_on (struct ferry_ssh_conn *conn, const char *command, GError **error)
+endpoint_ssh_exec_on (struct ferry_ssh_conn *conn, const char *command, const char *label,
+                      GError **error)
 {
   static int (*const exec[]) (void *) = { step_session, step_exec };
   struct open_step step = { .command = command };
@@ -540,6 +547,7 @@ endpoint_ssh_exec_on (struct ferry_ssh_conn *conn, const char *command, GError *
   se->command = g_strdup (command);
   se->status_to_caller = true;
   se->stderr_line = g_string_new (NULL);
+  se->stderr_label = g_strdup (label);
   se->callbacks.userdata = se;
   se->callbacks.channel_exit_signal_function = on_exit_signal;
   ssh_callbacks_init (&se->callbacks);

@@ -37,11 +37,14 @@ struct ferry_ssh_conn *ferry_ssh_conn_new (const struct address *address,
                                const struct connect_options *options,
                                GError **error);
 void ferry_ssh_conn_unref (struct ferry_ssh_conn *conn);
+const char *ferry_ssh_conn_name (struct ferry_ssh_conn *conn);
 
 /* The same on @conn, an authenticated session (ferry_ssh_conn_new): one
- * channel of several (--streams).  The endpoint holds a reference on it. */
+ * channel of several (--streams), whose stderr lines are prefixed with
+ * @label (if not NULL) instead of the session's name.  The endpoint holds
+ * a reference on @conn. */
 struct endpoint *endpoint_ssh_exec_on (struct ferry_ssh_conn *conn, const char *command,
-                                       GError **error);
+                                       const char *label, GError **error);
 /* An exec channel's remote exit status, or -1 while it is not known (or
  * the channel closed without one). */
 int endpoint_ssh_exit_status (struct endpoint *ep);

@@ -14,6 +14,7 @@
 #include "blkhash.h"
 #include "error.h"
 #include "nbd-stream-format.h"
+#include "signal-watch.h"
 
 #define B STREAM_BLOCK_SIZE
 
@@ -48,6 +49,7 @@ write_all (int fd, const void *buf, size_t len, GError **error)
 }
 
 G_DEFINE_QUARK (ferry-nbd-range-closed, nbd_range_closed)
+G_DEFINE_QUARK (ferry-nbd-range-stopped, nbd_range_stopped)
 
 void
 nbd_range_wait_for_parent (int control_fd)
@@ -58,12 +60,26 @@ nbd_range_wait_for_parent (int control_fd)
     ;
 }
 
+/* Waits in poll, which a signal always interrupts (a read on a blocking
+ * pipe would restart): a stop signal gives up the wait, and the caller
+ * leaves the stop to its main loop. */
 static bool
 read_all (int fd, void *buf, size_t len, const char *what, GError **error)
 {
   uint8_t *p = buf;
 
   while (len > 0) {
+    struct pollfd pfd = { fd, POLLIN, 0 };
+    int ready = signal_watch_stop_pending () ? -1 : poll (&pfd, 1, -1);
+    if (ready < 0 && errno != EINTR && !signal_watch_stop_pending ())
+      return ferry_set_error (error, FERRY_EXIT_IO, "cannot wait for the stream's channel: %s",
+                              g_strerror (errno));
+    if (signal_watch_stop_pending ()) {
+      g_set_error (error, nbd_range_stopped_quark (), FERRY_EXIT_FAILURE, "stopped");
+      return false;
+    }
+    if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+      continue;
     ssize_t n = read (fd, p, len);
     if (n > 0) {
       p += n;

@@ -77,6 +77,9 @@ bool nbd_range_hash_start (struct blkhash *hash, const struct nbd_range *range,
 /* The error domain of a return direction that closed (its code is
  * FERRY_EXIT_STREAM): the other half ended, and says why itself. */
 GQuark nbd_range_closed_quark (void);
+/* The error domain of a wait on the return direction that a stop signal
+ * ended: the caller leaves the stop (and its message) to its main loop. */
+GQuark nbd_range_stopped_quark (void);
 /* A local half whose return direction closed: its remote half failed, and
  * the parent, which knows it, kills this half before its line would
  * repeat the cause.  Waits up to 2 s for that (or for @control_fd to

@@ -439,7 +439,7 @@ controller_fail (struct remote_copy *rc, struct remote_channel *c, const char *f
   why = g_strdup_vprintf (fmt, ap);
   va_end (ap);
   if (!rc->error)
-    rc->error = g_error_new (FERRY_ERROR, FERRY_EXIT_FAILURE, "stream %u: %s", c->number, why);
+    rc->error = g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "%s: %s", c->who, why);
   if (!rc->failed) {
     rc->failed = c;
     for (unsigned i = 0; i < rc->n; i++)
@@ -741,13 +741,14 @@ channel_code (const struct remote_channel *c, int stop_code)
 static bool
 start_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
 {
+  const char *host = ferry_ssh_conn_name (rc->conn);
+
   c->command = remote_command (rc->options, rc->ranged, c->number);
-  c->channel = endpoint_ssh_exec_on (rc->conn, c->command, error);
+  c->channel_name = g_strdup (host);
+  c->who = rc->ranged ? g_strdup_printf ("%s (stream %u)", host, c->number) : g_strdup (host);
+  c->channel = endpoint_ssh_exec_on (rc->conn, c->command, rc->ranged ? c->who : NULL, error);
   if (c->channel == NULL)
     return false;
-  c->channel_name = g_strdup (c->channel->name);
-  c->who = rc->ranged ? g_strdup_printf ("%s (stream %u)", c->channel->name, c->number)
-                      : g_strdup (c->channel->name);
   if (write (c->go, "g", 1) != 1) {
     g_clear_pointer (&c->channel, endpoint_free);
     return ferry_set_error (error, FERRY_EXIT_FAILURE, "cannot start the local half: %s",
@@ -957,7 +958,7 @@ copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
   if (code == FERRY_EXIT_OK && !complete) {
     ferry_error ("%s: the streams ended with %" PRIu64 " of %" PRIu64 " ranges copied",
                  rc->ch[0].channel_name, rc->composed, rc->n_ranges);
-    code = stop_code ? stop_code : FERRY_EXIT_FAILURE;
+    code = stop_code ? stop_code : FERRY_EXIT_STREAM;
   }
   if (o->verbose)
     print_streams_summary (rc, code == FERRY_EXIT_OK && complete);

@@ -98,6 +98,8 @@ struct sender {
   bool ranged;
   struct nbd_range range;     /* the range being sent; index -1 before the first */
   bool range_closed;          /* its RANGE_END was queued: its digests come next */
+  bool range_answered;        /* they came, and matched */
+  bool ready_seen;            /* the receiver's READY came */
   struct stream_end range_base;   /* s->counts when it began */
   uint8_t *blocks;            /* its block digests (the hash fills them) */
   uint8_t *answer;            /* the receiver's, to compare */
@@ -466,7 +468,7 @@ start_range (struct sender *s, const struct nbd_range *range)
   size_t digests = nbd_range_blocks (range, B) * STREAM_DIGEST_SIZE;
 
   s->range = *range;
-  s->range_closed = false;
+  s->range_closed = s->range_answered = false;
   s->range_base = s->counts;
   s->range_same_base = s->same_bytes;
   s->next_offset = range->offset;
@@ -492,16 +494,28 @@ start_range (struct sender *s, const struct nbd_range *range)
   s->preamble_pos = 0;
 }
 
-/* The receiver's digests of the range just sent against ours. */
+/* A failure on the return direction; false for a stop signal, which
+ * the main loop then delivers (on_signal). */
 static void
+range_failure (struct sender *s, GError *error)
+{
+  if (error->domain == nbd_range_stopped_quark ())
+    g_error_free (error);
+  else
+    set_failure (s, error);
+}
+
+/* The receiver's digests of the range just sent against ours; false if
+ * they did not come. */
+static bool
 check_answer (struct sender *s)
 {
   GError *error = NULL;
   uint64_t n = nbd_range_blocks (&s->range, B);
 
   if (!nbd_range_read_digests (s->in, &s->range, s->answer, &error)) {
-    set_failure (s, error);
-    return;
+    range_failure (s, error);
+    return false;
   }
   for (uint64_t i = 0; i < n; i++)
     if (memcmp (s->answer + i * STREAM_DIGEST_SIZE, s->blocks + i * STREAM_DIGEST_SIZE,
@@ -512,8 +526,9 @@ check_answer (struct sender *s)
                                    "differs from %s's, first at offset %" PRIu64,
                                    s->range.index, s->range.offset, s->range.length,
                                    s->export.name, s->range.offset + i * B));
-      return;
+      return false;
     }
+  return true;
 }
 
 /* --ranged, once the pipeline reached s->end: close the range with its
@@ -541,18 +556,23 @@ ranged_step (struct sender *s)
     s->range_closed = true;
     return;
   }
-  if (s->range.index >= 0)
-    check_answer (s);
-  else if (!nbd_range_read_ready (s->in, &error))
-    set_failure (s, error);
-  if (s->error)
-    return;
+  if (s->range.index >= 0 && !s->range_answered) {
+    if (!check_answer (s))
+      return;
+    s->range_answered = true;
+  } else if (s->range.index < 0 && !s->ready_seen) {
+    if (!nbd_range_read_ready (s->in, &error)) {
+      range_failure (s, error);
+      return;
+    }
+    s->ready_seen = true;
+  }
   if (s->options->control_fd > 0
       ? !nbd_range_next (s->options->control_fd, s->export.size, &s->range, s->blocks,
                          s->counts.data_bytes - s->range_base.data_bytes,
                          s->same_bytes - s->range_same_base, &next, &error)
       : !nbd_range_read_request (s->in, s->export.size, &next, &error)) {
-    set_failure (s, error);
+    range_failure (s, error);
     return;
   }
   if (next.index >= 0) {

@@ -45,7 +45,7 @@ REMOTE_HELPER=$T/helper
 
 remote_copy up "$(uri src)" "$(uri nowhere)" --streams=4
 assert_eq 30 "$REMOTE_RC" "remote DST missing: exit code"
-assert_contains "$T/remote.err" "ferry: $host: cannot connect to $(uri nowhere): " \
+assert_contains "$T/remote.err" "ferry: $host (stream 1): cannot connect to $(uri nowhere): " \
     "remote DST missing: message"
 assert_eq 1 "$(wc -l < "$T/remote.err")" "remote DST missing: one line"
 rm -f "$T"/pids/*
@@ -78,6 +78,30 @@ for way in up down; do
     ! pgrep -f -- "--remote-helper=$T/helper" > /dev/null ||
         fail "$way: a local half is left: $(pgrep -af -- "--remote-helper=$T/helper")"
     gone () { for p in $(ls "$T/pids"); do ! kill -0 "$p" 2> /dev/null || return 1; done; }
+    wait_until 10 gone
+    rm -f "$T"/pids/*
+done
+
+# SIGTERM mid-copy: it reaches every half, each stops, and the copy exits
+# 143 within the drain timeout, leaving nothing behind.
+for way in up down; do
+    if [ $way = up ]; then
+        args=(--nbd-send="$(uri src)" --remote-nbd-receive="$(uri dst)")
+    else
+        args=(--nbd-receive="$(uri dst)" --remote-nbd-send="$(uri src)")
+    fi
+    env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" --remote-helper="$T/helper" "${args[@]}" \
+        --streams=4 --request-size=256K --in-flight=256K "$(ssh_base)?keyfile=$SSH_KEY" \
+        2> "$T/$way-term.err" &
+    pid=$!
+    wait_until 20 started
+    sleep 1
+    kill -TERM "$pid"
+    wait_rc 10 "$pid"
+    cat "$T/$way-term.err" >&2
+    assert_eq 143 "$rc" "$way, SIGTERM: exit code"
+    assert_contains "$T/$way-term.err" "ferry: stopped by SIGTERM" "$way, SIGTERM: a half's line"
+    ! pgrep -f -- "--remote-helper=$T/helper" > /dev/null || fail "$way, SIGTERM: a local half is left"
     wait_until 10 gone
     rm -f "$T"/pids/*
 done

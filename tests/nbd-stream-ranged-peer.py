@@ -8,7 +8,8 @@ section 8), to check that each side validates what the other claims.
                       unaligned (a request off the block size),
                       outside (a request past the export's end),
                       delta-short (with --delta: DEST's digests of one
-                      block fewer than the range has)
+                      block fewer than the range has),
+                      stop (SIGTERM while the sender waits for the answer)
   stream CASE SIZE    write a forged ranged stream for an export of SIZE
                       bytes to stdout: order (a DATA record that skips the
                       range's first block), bad-digest (a RANGE_END whose
@@ -18,6 +19,7 @@ section 8), to check that each side validates what the other claims.
                       only, for a destination that holds good's data)
 Exits with FERRY's exit status (sender-peer)."""
 import hashlib
+import signal
 import struct
 import subprocess
 import sys
@@ -79,7 +81,7 @@ def sender_peer(case, argv):
     else:
         into.write(record(REQUEST, 0, 16 * BLOCK))
     into.flush()
-    if case == "bad-digests":
+    if case in ("bad-digests", "stop"):
         kind, offset, length = struct.unpack(">IQQ", read_exact(out, 24)[:20])
         assert kind == RANGE and (offset, length) == (0, 16 * BLOCK), (kind, offset, length)
         image = bytearray(length)
@@ -90,6 +92,9 @@ def sender_peer(case, argv):
                 break
             if kind == DATA:
                 image[offset:offset + length] = read_exact(out, length)
+        if case == "stop":
+            ferry.send_signal(signal.SIGTERM)
+            return ferry.wait(timeout=10)
         digests = block_digests(bytes(image))
         digests[1] = bytes(32)
         answer = b"".join(digests)
