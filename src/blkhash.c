@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One job: data to hash, or a zero run (@data NULL), or the end (@len 0). */
+/* One job: data to hash, or a zero run (@data NULL), or the end (@len 0);
+ * with @known, @data holds the digests of @len bytes' blocks. */
 struct job {
   const uint8_t *data;
   uint64_t len;
+  bool known;
   void (*release) (void *arg);
   void *arg;
 };
@@ -58,12 +60,12 @@ blkhash_start_worker (struct blkhash *b, bool *kicked)
 }
 
 static void
-push (struct blkhash *b, const uint8_t *data, uint64_t len,
+push (struct blkhash *b, const uint8_t *data, uint64_t len, bool known,
       void (*release) (void *arg), void *arg)
 {
   struct job *j = g_new (struct job, 1);
 
-  *j = (struct job) { data, len, release, arg };
+  *j = (struct job) { data, len, known, release, arg };
   g_async_queue_push (b->worker->todo, j);
 }
 
@@ -101,7 +103,7 @@ stop_worker (struct blkhash *b, bool hash_the_rest)
     return;
   if (!hash_the_rest)
     __atomic_store_n (&w->stop, true, __ATOMIC_RELEASE);
-  push (b, NULL, 0, NULL, NULL);
+  push (b, NULL, 0, false, NULL, NULL);
   release_done (w, true);
   g_thread_join (w->thread);
   g_async_queue_unref (w->todo);
@@ -121,6 +123,8 @@ blkhash_init (struct blkhash *b, uint64_t size, uint32_t block_size)
   b->size = size;
   b->next = 0;
   b->block_size = block_size;
+  b->blocks = NULL;
+  b->blocks_from = 0;
   if (!zeros || !b->outer || !EVP_DigestInit_ex (b->outer, EVP_sha256 (), NULL)) {
     free (zeros);
     blkhash_clear (b);
@@ -131,6 +135,25 @@ blkhash_init (struct blkhash *b, uint64_t size, uint32_t block_size)
   return true;
 }
 
+void
+blkhash_keep_blocks (struct blkhash *b, uint64_t offset, uint8_t *digests)
+{
+  b->next = offset;
+  b->blocks = digests;
+  b->blocks_from = offset;
+}
+
+/* The digest @d of the block of @len bytes at b->next. */
+static void
+add_block (struct blkhash *b, const unsigned char d[BLKHASH_SIZE], uint64_t len)
+{
+  EVP_DigestUpdate (b->outer, d, BLKHASH_SIZE);
+  if (b->blocks)
+    memcpy (b->blocks + (b->next - b->blocks_from) / b->block_size * BLKHASH_SIZE, d,
+            BLKHASH_SIZE);
+  b->next += len;
+}
+
 static void
 hash_data (struct blkhash *b, const uint8_t *buf, size_t len)
 {
@@ -139,12 +162,9 @@ hash_data (struct blkhash *b, const uint8_t *buf, size_t len)
   while (len > 0) {
     size_t n = len < b->block_size ? len : b->block_size;
     SHA256 (buf, n, d);
-    EVP_DigestUpdate (b->outer, d, sizeof d);
-    if (b->blocks)
-      memcpy (b->blocks + b->next / b->block_size * BLKHASH_SIZE, d, sizeof d);
+    add_block (b, d, n);
     buf += n;
     len -= n;
-    b->next += n;
   }
 }
 
@@ -152,12 +172,8 @@ static void
 hash_zero (struct blkhash *b, uint64_t len)
 {
   while (len >= b->block_size) {
-    EVP_DigestUpdate (b->outer, b->zero_digest, BLKHASH_SIZE);
-    if (b->blocks)
-      memcpy (b->blocks + b->next / b->block_size * BLKHASH_SIZE, b->zero_digest,
-              BLKHASH_SIZE);
+    add_block (b, b->zero_digest, b->block_size);
     len -= b->block_size;
-    b->next += b->block_size;
   }
   if (len > 0) {
     /* Only the image's last block is short. */
@@ -169,9 +185,21 @@ hash_zero (struct blkhash *b, uint64_t len)
 }
 
 static void
+add_known (struct blkhash *b, const uint8_t *digests, uint64_t len)
+{
+  for (; len > 0; digests += BLKHASH_SIZE) {
+    uint64_t n = len < b->block_size ? len : b->block_size;
+    add_block (b, digests, n);
+    len -= n;
+  }
+}
+
+static void
 run_job (struct blkhash *b, const struct job *j)
 {
-  if (j->data)
+  if (j->known)
+    add_known (b, j->data, j->len);
+  else if (j->data)
     hash_data (b, j->data, j->len);
   else
     hash_zero (b, j->len);
@@ -191,7 +219,7 @@ blkhash_data_async (struct blkhash *b, const uint8_t *data, size_t len,
     if (release)
       release (arg);
   } else if (b->worker) {
-    push (b, data, len, release, arg);
+    push (b, data, len, false, release, arg);
   } else {
     hash_data (b, data, len);
     if (release)
@@ -205,9 +233,21 @@ blkhash_zero (struct blkhash *b, uint64_t len)
   if (len == 0)
     return;
   if (b->worker)
-    push (b, NULL, len, NULL, NULL);
+    push (b, NULL, len, false, NULL, NULL);
   else
     hash_zero (b, len);
+}
+
+void
+blkhash_known (struct blkhash *b, const uint8_t *digests, uint64_t len)
+{
+  if (len == 0)
+    return;
+  if (b->worker) {
+    push (b, digests, len, true, NULL, NULL);
+  } else {
+    add_known (b, digests, len);
+  }
 }
 
 void

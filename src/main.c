@@ -391,6 +391,9 @@ static const struct option {
   { "streams", 0, GROUP_STREAM, parse_streams, FIELD (options.stream.streams), "N",
     "With --remote-nbd-send/--remote-nbd-receive: N ssh channels at once, each with "
     "its own remote ferry, taking 128 MiB ranges in turn (default 4; 1: one stream)" },
+  { "delta", 0, GROUP_STREAM, parse_set, FIELD (options.stream.delta), NULL,
+    "With --streams (2 or more): send only the 64 KiB blocks whose digest differs from "
+    "the destination's (a resumed or refreshed copy)" },
   { "ranged", 0, GROUP_STREAM, parse_set, FIELD (options.stream.ranged), NULL,
     "With --nbd-send/--nbd-receive: the ranged stream of --streams (the remote half)" },
   { "nbd-digest", 0, GROUP_STREAM, parse_string, FIELD (options.stream.digest), "URI",

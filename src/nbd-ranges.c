@@ -100,9 +100,10 @@ read_all (int fd, void *buf, size_t len, const char *what, GError **error)
 
 bool
 nbd_range_next (int fd, uint64_t size, const struct nbd_range *done, const uint8_t *digests,
-                uint64_t data_bytes, struct nbd_range *next, GError **error)
+                uint64_t data_bytes, uint64_t same_bytes, struct nbd_range *next,
+                GError **error)
 {
-  struct nbd_range_report report = { size, done ? done->index : -1, data_bytes, 0 };
+  struct nbd_range_report report = { size, done ? done->index : -1, data_bytes, same_bytes, 0 };
   struct nbd_range_grant grant;
   g_autofree uint8_t *packet = NULL;
   size_t len;

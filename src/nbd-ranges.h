@@ -33,6 +33,7 @@ struct nbd_range_report {
   uint64_t size;              /* the image's size as this half sees it */
   int64_t index;              /* the range done, or -1 */
   uint64_t data_bytes;        /* of that range, sent as DATA */
+  uint64_t same_bytes;        /* of that range, SAME records' (--delta) */
   uint32_t n_blocks;          /* digests that follow */
 };
 
@@ -45,8 +46,8 @@ struct nbd_range_grant {
 /* Report @done (@digests, @data_bytes) to the controller on @fd and wait
  * for the next range in *@next (index -1: none left). */
 bool nbd_range_next (int fd, uint64_t size, const struct nbd_range *done,
-                     const uint8_t *digests, uint64_t data_bytes, struct nbd_range *next,
-                     GError **error);
+                     const uint8_t *digests, uint64_t data_bytes, uint64_t same_bytes,
+                     struct nbd_range *next, GError **error);
 
 /* The other direction of a ranged stream's channel, blocking (the fds may
  * be non-blocking): a request for a range (length 0: no more), and the

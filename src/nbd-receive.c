@@ -22,6 +22,7 @@
 #include "error.h"
 #include "message.h"
 #include "gsource-release.h"
+#include "nbd-block-digests.h"
 #include "nbd-ranges.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
@@ -108,6 +109,12 @@ struct receiver {
                                  commands completed */
   uint64_t range_data;        /* its DATA bytes */
   uint8_t *blocks;            /* its block digests (the hash fills them) */
+  /* --delta: DEST's digests of the range, computed once the range is
+   * known and sent on stdout before any of its records is read; SAME
+   * records take their digests from them. */
+  struct nbd_block_digests *dest;
+  bool dest_pending;          /* being computed: the stream waits */
+  uint64_t range_same;        /* the range's SAME bytes */
 };
 
 static void
@@ -326,6 +333,35 @@ start_record (struct receiver *r, uint64_t offset, uint64_t length)
   r->record_have = 0;
 }
 
+static void
+on_dest_digests (struct nbd_block_digests *d, const GError *error, void *data)
+{
+  struct receiver *r = data;
+  GError *e = NULL;
+
+  r->dest_pending = false;
+  __atomic_store_n (&r->kicked, true, __ATOMIC_RELEASE);
+  if (error)
+    set_failure (r, g_error_copy (error));
+  else if (!nbd_range_write_digests (r->out, &r->range, d->digests, &e))
+    set_failure (r, e);
+}
+
+/* --delta: DEST's digests of r->range, for the sender (on_dest_digests). */
+static void
+start_dest_digests (struct receiver *r)
+{
+  GError *error = NULL;
+
+  nbd_block_digests_free (r->dest);
+  r->dest = nbd_block_digests_start (&r->export, r->range.offset, r->range.length,
+                                     r->options->in_flight, on_dest_digests, r, &error);
+  if (r->dest)
+    r->dest_pending = true;
+  else
+    set_failure (r, error);
+}
+
 /* A local half of --streams: report @done (or nothing), get the next
  * range from the controller and ask the sender for it (or for the END).
  * A remote half waits for the sender's RANGE records. */
@@ -337,11 +373,14 @@ ask_range (struct receiver *r, const struct nbd_range *done)
   if (r->options->control_fd <= 0)
     return true;
   if (!nbd_range_next (r->options->control_fd, r->size, done, r->blocks, r->range_data,
+                       r->range_same,
                        &r->range, &error) ||
       !nbd_range_write_request (r->out, &r->range, r->size, &error)) {
     set_failure (r, error);
     return false;
   }
+  if (r->options->delta && r->range.index >= 0)
+    start_dest_digests (r);
   return true;
 }
 
@@ -363,8 +402,11 @@ begin_range (struct receiver *r, uint64_t offset, uint64_t length)
                                  " bytes, more than %u", length, NBD_RANGE_MAX));
     return;
   }
-  if (r->options->control_fd <= 0)
+  if (r->options->control_fd <= 0) {
     r->range = got;
+    if (r->options->delta)
+      start_dest_digests (r);
+  }
   if (!nbd_range_hash_start (&r->hash, &got, &r->blocks, &r->kicked, &error)) {
     set_failure (r, error);
     return;
@@ -372,6 +414,7 @@ begin_range (struct receiver *r, uint64_t offset, uint64_t length)
   r->hashing = true;
   r->range_open = true;
   r->range_data = 0;
+  r->range_same = 0;
 }
 
 static void
@@ -466,6 +509,13 @@ consume_stream (struct receiver *r)
   r->input_pos += used;
   switch (ev.kind) {
   case STREAM_EVENT_NONE:
+    break;
+  case STREAM_EVENT_SAME:
+    /* Only in a delta stream, inside the range (the parser checked). */
+    blkhash_known (&r->hash, r->dest->digests + (ev.offset - r->range.offset) /
+                   STREAM_BLOCK_SIZE * BLKHASH_SIZE, ev.length);
+    r->applied_to = ev.offset + ev.length;
+    r->range_same += ev.length;
     break;
   case STREAM_EVENT_HEADER:
     check_header (r);
@@ -625,6 +675,8 @@ work (struct receiver *r)
       answer_range (r);
       continue;
     }
+    if (r->dest_pending)
+      return;
     if (r->input_pos < r->input_len) {
       raw ? consume_raw (r) : consume_stream (r);
       continue;
@@ -758,6 +810,7 @@ nbd_receive_main (const struct nbd_stream_options *options)
   g_queue_init (&r.commands);
   stream_parser_init (&r.parser);
   r.parser.accept_ranges = options->ranged;
+  r.parser.allow_delta = options->ranged && options->delta;
   r.progress = nbd_stream_progress_new (options, sample_progress, &r);
   r.stats.start_us = g_get_monotonic_time ();
   if (options->raw) {
@@ -832,6 +885,7 @@ nbd_receive_main (const struct nbd_stream_options *options)
   payload_unref (r.record);
   g_free (r.zero_buffer);
   g_free (r.blocks);
+  nbd_block_digests_free (r.dest);
   g_free (r.input);
   g_main_loop_unref (r.loop);
   return rc;

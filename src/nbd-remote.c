@@ -124,6 +124,8 @@ struct remote_copy {
                                  beyond @composed (MAX_RANGES_AHEAD) */
   GChecksum *image;           /* SHA-256 over the block digests */
   uint64_t done_bytes, data_bytes;
+  uint64_t same_bytes;        /* --delta: the SAME records' */
+  bool delta;                 /* --delta: -v says what it saved */
   GError *error;              /* the controller's own failure */
   uint8_t *packet;            /* a report's room */
   struct progress *progress;
@@ -190,6 +192,8 @@ remote_command (const struct ferry_options *options, bool ranged, unsigned numbe
     append_arg_printf (command, "--connections=%u", o->connections);
   if (ranged)
     append_arg (command, "--ranged");
+  if (ranged && o->delta)
+    append_arg (command, "--delta");
   if (o->no_verify)
     append_arg (command, "--no-verify");
   if (upload && o->destination_is_zero)
@@ -474,7 +478,8 @@ take_report (struct remote_channel *c, const uint8_t *packet, size_t len)
   if (report.index >= 0) {
     if (report.index != c->range.index ||
         report.n_blocks != nbd_range_blocks (&c->range, STREAM_BLOCK_SIZE) ||
-        report.data_bytes > c->range.length)
+        report.data_bytes > c->range.length ||
+        report.same_bytes > c->range.length - report.data_bytes)
       return controller_fail (rc, c, "a report for range %" PRId64 ", which it did not hold",
                               report.index);
     GBytes *digests = g_bytes_new (packet + sizeof report, len - sizeof report);
@@ -483,6 +488,7 @@ take_report (struct remote_channel *c, const uint8_t *packet, size_t len)
     c->data_bytes += report.data_bytes;
     rc->done_bytes += c->range.length;
     rc->data_bytes += report.data_bytes;
+    rc->same_bytes += report.same_bytes;
     c->range.index = -1;
     if ((uint64_t) report.index == rc->composed) {
       fold_range (rc, digests);
@@ -911,6 +917,12 @@ print_streams_summary (struct remote_copy *rc, bool complete)
     ferry_report ("copy: streams=%u ranges=%" PRIu64 " image=%" PRIu64 " data=%" PRIu64
                   " seconds=%.3f digest=%s", rc->n, rc->n_ranges, rc->size, rc->data_bytes,
                   (now - rc->start_us) / 1e6, hex);
+    /* Only the export's last block is short: same_bytes rounds up to blocks. */
+    uint64_t blocks = (rc->size + STREAM_BLOCK_SIZE - 1) / STREAM_BLOCK_SIZE,
+             same = (rc->same_bytes + STREAM_BLOCK_SIZE - 1) / STREAM_BLOCK_SIZE;
+    if (rc->delta)
+      ferry_report ("delta: compared=%" PRIu64 " blocks, sent=%" PRIu64 " same=%" PRIu64
+                    " saved=%" PRIu64 " bytes", blocks, blocks - same, same, rc->same_bytes);
   }
 }
 
@@ -976,6 +988,7 @@ nbd_remote_main (const struct ferry_options *options)
   rc.upload = o->remote_receive != NULL;
   rc.n = o->streams ? o->streams : o->no_verify ? 1 : NBD_DEFAULT_STREAMS;
   rc.ranged = rc.n > 1;
+  rc.delta = o->delta;
   rc.ch = g_new0 (struct remote_channel, rc.n);
   for (unsigned i = 0; i < rc.n; i++)
     rc.ch[i] = (struct remote_channel) { .rc = &rc, .number = i + 1, .remote_status = -1,

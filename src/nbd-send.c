@@ -27,6 +27,7 @@
 #include "message.h"
 #include "gsource-release.h"
 #include "nbd-ranges.h"
+#include "nbd-map.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 #include "progress.h"
@@ -34,17 +35,10 @@
 
 #define B STREAM_BLOCK_SIZE
 #define ZEROS_SIZE (1024 * 1024)
-/* Zero runs are merged over map windows up to this length. */
-#define MAX_ZERO_RECORD (64ull << 30)
-
-struct extent {
-  uint64_t offset, length;
-  bool zero;
-};
-
 /* A run of records, once its read is done: DATA or ZERO per block run. */
 struct segment {
   bool zero;
+  bool same;                  /* --delta: SAME, DEST holds it (zero or not) */
   uint64_t offset, length;
   const uint8_t *data;        /* DATA: in the request's buffer */
   uint8_t header[STREAM_RECORD_SIZE];
@@ -63,6 +57,7 @@ struct request {
   unsigned n_segments;
   unsigned segment;           /* the writer's position: segment, and */
   uint64_t segment_pos;       /* bytes of it written (its header counts) */
+  bool compared;              /* --delta: its blocks were compared with DEST's */
 };
 
 struct sender {
@@ -76,11 +71,7 @@ struct sender {
   GSource *out_watch;         /* while stdout is full */
   bool kicked;                /* the pump has work: completions, room on stdout */
 
-  GArray *map;                /* struct extent, from block status, in order */
-  guint map_first;            /* entries before it are behind next_offset */
-  uint64_t map_end;           /* the map covers [0, map_end) */
-  bool map_pending;           /* a block status is in flight */
-  uint64_t map_asked;         /* its window's end */
+  struct nbd_map map;         /* ahead of next_offset */
 
   uint64_t next_offset;       /* the next read or zero range starts here */
   uint64_t end;               /* and the pipeline ends here: the export's
@@ -112,6 +103,14 @@ struct sender {
   struct stream_end range_base;   /* s->counts when it began */
   uint8_t *blocks;            /* its block digests (the hash fills them) */
   uint8_t *answer;            /* the receiver's, to compare */
+
+  /* --delta (with --ranged): the receiver's digests of each range's DEST
+   * come first, and a block whose own digest is the same goes as SAME. */
+  bool delta;
+  uint8_t *dest_digests;      /* of the range being sent */
+  bool have_dest_digests;     /* read from the return direction */
+  uint64_t same_bytes;        /* in SAME records (the controller's -v line) */
+  uint64_t range_same_base;   /* @same_bytes when the range began */
 };
 
 static const uint8_t zeros[ZEROS_SIZE];
@@ -159,152 +158,28 @@ read_done (void *data, int *error)
   return 1;
 }
 
-static int
-extent_entries (void *data, const char *context, uint64_t offset, uint32_t *entries,
-                size_t n, int *error)
-{
-  struct sender *s = data;
-
-  if (strcmp (context, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0 || *error)
-    return 0;
-  /* A server may answer for less than was asked, never for more. */
-  for (size_t i = 0; i + 1 < n && offset < s->map_asked; i += 2) {
-    struct extent e = { offset, entries[i], entries[i + 1] & LIBNBD_STATE_ZERO };
-    if (e.length == 0)
-      break;
-    if (e.length > s->map_asked - offset)
-      e.length = s->map_asked - offset;
-    g_array_append_val (s->map, e);
-    offset += e.length;
-    s->map_end = offset;
-  }
-  return 0;
-}
-
-/* The pump is only ever scheduled from callbacks, so it never runs with a
- * handle locked. */
-static int
-map_done (void *data, int *error)
-{
-  struct sender *s = data;
-
-  s->map_pending = false;
-  s->export.conn[0].in_flight--;
-  schedule_pump (s);
-  if (*error)
-    set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
-                                 "%s: block status at offset %" PRIu64 " failed: %s",
-                                 s->export.name, s->map_end, g_strerror (*error)));
-  return 1;
-}
-
+/* A block status is done (the map's callback, with the handle locked). */
 static void
-ask_map (struct sender *s)
+map_done (void *data, GError *error)
 {
-  struct nbd_conn *c = &s->export.conn[0];
-  uint64_t count = MIN (NBD_STREAM_MAP_WINDOW, s->end - s->map_end);
+  struct sender *s = data;
 
-  s->map_asked = s->map_end + count;
-  s->map_pending = true;
-  c->in_flight++;
-  s->stats.requests++;
-  if (nbd_aio_block_status (c->nbd, count, s->map_end,
-                            (nbd_extent_callback) { .callback = extent_entries, .user_data = s },
-                            (nbd_completion_callback) { .callback = map_done, .user_data = s },
-                            0) == -1) {
-    c->in_flight--;
-    s->map_pending = false;
-    set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
-                                 "%s: block status at offset %" PRIu64 ": %s",
-                                 s->export.name, s->map_end, nbd_get_error ()));
-  }
-}
-
-/* What comes at s->next_offset: a zero range (true), or a read of
- * *@length bytes (false); *@length 0 when the map must grow first. */
-static bool
-next_range (struct sender *s, uint64_t *length)
-{
-  uint64_t off = s->next_offset, size = s->end;
-  guint i = s->map_first;
-
-  *length = 0;
-  while (i < s->map->len) {
-    struct extent *e = &g_array_index (s->map, struct extent, i);
-    if (e->offset + e->length > off)
-      break;
-    i++;
-  }
-  s->map_first = i;
-  if (i == s->map->len)
-    return false;                       /* wait for the map */
-  struct extent *e = &g_array_index (s->map, struct extent, i);
-  if (e->zero) {
-    uint64_t end = e->offset + e->length;
-    for (guint j = i + 1; j < s->map->len; j++) {
-      struct extent *f = &g_array_index (s->map, struct extent, j);
-      if (!f->zero)
-        break;
-      end = f->offset + f->length;
-    }
-    /* A zero run that reaches the map's end may go on: wait for the next
-     * window, so that holes cross as few records as possible. */
-    if (end == s->map_end && end < size && end - off < MAX_ZERO_RECORD)
-      return false;
-    if (end < size)
-      end -= end % B;
-    if (end > off) {
-      *length = end - off;
-      return true;
-    }
-    if (end == s->map_end && end < size && s->map_end - off < B)
-      return false;                     /* a block not mapped to its end yet */
-  }
-  /* Data: up to a request, and to the first block that may be all zero. */
-  uint64_t end = MIN (off + s->export.request_size, size);
-  for (guint j = i + 1; j < s->map->len; j++) {
-    struct extent *f = &g_array_index (s->map, struct extent, j);
-    if (f->offset >= end)
-      break;
-    if (f->zero) {
-      uint64_t z = f->offset + (B - f->offset % B) % B;
-      if (z > off && z < end)
-        end = z;
-      break;
-    }
-  }
-  if (end > s->map_end) {
-    if (s->map_end < size && s->map_end - s->map_end % B <= off)
-      return false;
-    if (s->map_end < size)
-      end = s->map_end - s->map_end % B;
-  }
-  *length = end - off;
-  return false;
+  schedule_pump (s);
+  if (error)
+    set_failure (s, error);
 }
 
 static void
 issue_reads (struct sender *s)
 {
   struct nbd_export *e = &s->export;
-  unsigned limit = e->n_conns * NBD_STREAM_REQUESTS_PER_CONNECTION;
 
   while (!s->error && s->next_offset < s->end) {
     uint64_t length;
-    bool zero;
+    bool zero = nbd_map_next_read (&s->map, s->next_offset, s->in_flight,
+                                   s->in_flight_limit, &length);
 
-    if (s->map_end < s->end && !s->map_pending &&
-        s->map_end - s->next_offset < NBD_STREAM_MAP_WINDOW / 2)
-      ask_map (s);
-    zero = next_range (s, &length);
-    if (length == 0) {
-      if (!s->map_pending && s->map_end < s->end)
-        ask_map (s);
-      break;
-    }
-    if (!zero && (s->in_flight + length > s->in_flight_limit && s->in_flight > 0))
-      break;
-    if (!zero && nbd_export_in_flight (e) >= limit)
+    if (length == 0)
       break;
     struct request *r = g_new0 (struct request, 1);
     r->sender = s;
@@ -315,17 +190,13 @@ issue_reads (struct sender *s)
       r->done = true;
     } else {
       r->buf = g_malloc (length);
-      r->conn = nbd_export_pick (e);
-      r->conn->in_flight++;
       s->in_flight += length;
       s->stats.requests++;
-      if (nbd_aio_pread (r->conn->nbd, r->buf, length, r->offset,
-                         (nbd_completion_callback) { .callback = read_done, .user_data = r },
-                         0) == -1) {
-        r->done = true;
-        r->error = nbd_get_errno () ? nbd_get_errno () : EIO;
-        r->conn->in_flight--;
-      }
+      r->conn = nbd_export_pread (e, r->buf, length, r->offset,
+                                  (nbd_completion_callback) { .callback = read_done,
+                                                              .user_data = r },
+                                  &r->error);
+      r->done = r->conn == NULL;
     }
     g_queue_push_tail (&s->queue, r);
     s->next_offset += length;
@@ -347,57 +218,123 @@ request_unref (void *data)
 }
 
 static void
-add_segment (struct request *r, bool zero, uint64_t offset, uint64_t length,
+add_segment (struct request *r, bool zero, bool same, uint64_t offset, uint64_t length,
              const uint8_t *data)
 {
   struct segment *g = &r->segments[r->n_segments];
 
   /* Runs of the same kind merge (a DATA record stays within its read). */
-  if (r->n_segments > 0 && g[-1].zero == zero) {
+  if (r->n_segments > 0 && g[-1].zero == zero && g[-1].same == same) {
     g[-1].length += length;
     return;
   }
   g->zero = zero;
+  g->same = same;
   g->offset = offset;
   g->length = length;
   g->data = data;
   r->n_segments++;
 }
 
-/* The writer takes the head request: split it into records, hash it. */
+/* A segment's record header, and the counts. */
+static void
+encode_segment (struct sender *s, struct segment *g)
+{
+  stream_encode_record (g->header, g->same ? STREAM_SAME : g->zero ? STREAM_ZERO : STREAM_DATA,
+                        g->offset, g->length);
+  if (g->same)
+    return;
+  if (g->zero) {
+    s->counts.zero_records++;
+    s->counts.zero_bytes += g->length;
+  } else {
+    s->counts.data_records++;
+    s->counts.data_bytes += g->length;
+  }
+  s->stats.data_bytes = s->counts.data_bytes;
+  s->stats.zero_bytes = s->counts.zero_bytes;
+}
+
+/* The writer takes the head request: split it into records, hash it
+ * (with --delta, the records wait for compare_request). */
 static void
 take_request (struct sender *s, struct request *r)
 {
   r->segments = g_new (struct segment, r->buf ? (r->length + B - 1) / B : 1);
   if (!r->buf) {
-    add_segment (r, true, r->offset, r->length, NULL);
+    add_segment (r, true, false, r->offset, r->length, NULL);
   } else {
     for (uint64_t pos = 0; pos < r->length; pos += B) {
       uint64_t n = MIN (B, r->length - pos);
-      add_segment (r, nbd_stream_is_zero (r->buf + pos, n), r->offset + pos, n,
+      add_segment (r, nbd_stream_is_zero (r->buf + pos, n), false, r->offset + pos, n,
                    r->buf + pos);
     }
   }
   for (unsigned i = 0; i < r->n_segments; i++) {
     struct segment *g = &r->segments[i];
-    stream_encode_record (g->header, g->zero ? STREAM_ZERO : STREAM_DATA,
-                          g->offset, g->length);
+    if (!s->delta)
+      encode_segment (s, g);
+    if (!s->hashing)
+      continue;
     if (g->zero) {
-      s->counts.zero_records++;
-      s->counts.zero_bytes += g->length;
-      if (s->hashing)
-        blkhash_zero (&s->hash, g->length);
+      blkhash_zero (&s->hash, g->length);
     } else {
-      s->counts.data_records++;
-      s->counts.data_bytes += g->length;
-      if (s->hashing) {
-        r->refs++;
-        blkhash_data_async (&s->hash, g->data, g->length, request_unref, r);
-      }
+      r->refs++;
+      blkhash_data_async (&s->hash, g->data, g->length, request_unref, r);
     }
   }
-  s->stats.data_bytes = s->counts.data_bytes;
-  s->stats.zero_bytes = s->counts.zero_bytes;
+}
+
+/* --delta: the requests behind the head are hashed as soon as they are
+ * read, in order, so that their digests are ready when the writer
+ * compares them. */
+static void
+take_ahead (struct sender *s)
+{
+  for (GList *l = s->queue.head; l; l = l->next) {
+    struct request *r = l->data;
+    if (!r->done || r->error)
+      return;
+    if (!r->segments)
+      take_request (s, r);
+  }
+}
+
+/* --delta, once @r is hashed: its blocks whose digest is DEST's become
+ * SAME, and its records are encoded.  The range's DEST digests are read
+ * first (blocking: the RANGE record went before). */
+static void
+compare_request (struct sender *s, struct request *r)
+{
+  struct segment *taken = r->segments;
+  unsigned n_taken = r->n_segments;
+  GError *error = NULL;
+
+  if (!s->have_dest_digests &&
+      !nbd_range_read_digests (s->in, &s->range, s->dest_digests, &error)) {
+    set_failure (s, error);
+    return;
+  }
+  s->have_dest_digests = true;
+  r->segments = g_new (struct segment, (r->length + B - 1) / B);
+  r->n_segments = 0;
+  for (unsigned i = 0; i < n_taken; i++) {
+    const struct segment *g = &taken[i];
+    for (uint64_t pos = 0; pos < g->length; pos += B) {
+      uint64_t n = MIN (B, g->length - pos), block = (g->offset + pos - s->range.offset) / B;
+      /* A short zero block (the export's last) is sent: it costs no payload. */
+      const uint8_t *own = !g->zero ? s->blocks + block * STREAM_DIGEST_SIZE
+                         : n == B ? s->hash.zero_digest : NULL;
+      bool same = own && memcmp (own, s->dest_digests + block * STREAM_DIGEST_SIZE,
+                                 STREAM_DIGEST_SIZE) == 0;
+      add_segment (r, g->zero, same, g->offset + pos, n, g->data ? g->data + pos : NULL);
+      s->same_bytes += same ? n : 0;
+    }
+  }
+  g_free (taken);
+  for (unsigned i = 0; i < r->n_segments; i++)
+    encode_segment (s, &r->segments[i]);
+  r->compared = true;
 }
 
 /* The iovecs for the rest of @r from its writer position. */
@@ -416,7 +353,7 @@ fill_iov (struct sender *s, struct request *r, struct iovec *iov, int max)
         pos = STREAM_RECORD_SIZE;
       }
       pos -= STREAM_RECORD_SIZE;
-      if (g->zero)
+      if (g->zero || g->same)
         continue;
     }
     while (pos < g->length && n < max) {
@@ -440,7 +377,7 @@ advance (struct sender *s, struct request *r, uint64_t n)
   while (r->segment < r->n_segments) {
     struct segment *g = &r->segments[r->segment];
     uint64_t total = (s->raw ? 0 : STREAM_RECORD_SIZE) +
-                     (s->raw || !g->zero ? g->length : 0);
+                     (s->raw || (!g->zero && !g->same) ? g->length : 0);
     uint64_t left = total - r->segment_pos;
     if (n < left) {
       r->segment_pos += n;
@@ -533,19 +470,20 @@ start_range (struct sender *s, const struct nbd_range *range)
   s->range = *range;
   s->range_closed = s->range_answered = false;
   s->range_base = s->counts;
-  s->next_offset = s->map_end = range->offset;
+  s->range_same_base = s->same_bytes;
+  s->next_offset = range->offset;
   s->end = range->offset + range->length;
-  g_array_set_size (s->map, 0);
-  s->map_first = 0;
-  if (!s->export.has_map) {
-    struct extent all = { range->offset, range->length, false };
-    g_array_append_val (s->map, all);
-    s->map_end = s->end;
-  }
+  nbd_map_clear (&s->map);
+  nbd_map_init (&s->map, &s->export, range->offset, s->end, &s->stats.requests, map_done, s);
   GError *error = NULL;
 
   g_free (s->answer);
   s->answer = g_malloc (digests);
+  if (s->delta) {
+    g_free (s->dest_digests);
+    s->dest_digests = g_malloc (digests);
+    s->have_dest_digests = false;
+  }
   if (!nbd_range_hash_start (&s->hash, range, &s->blocks, &s->kicked, &error)) {
     set_failure (s, error);
     return;
@@ -631,7 +569,8 @@ ranged_step (struct sender *s)
   }
   if (s->options->control_fd > 0
       ? !nbd_range_next (s->options->control_fd, s->export.size, &s->range, s->blocks,
-                         s->counts.data_bytes - s->range_base.data_bytes, &next, &error)
+                         s->counts.data_bytes - s->range_base.data_bytes,
+                         s->same_bytes - s->range_same_base, &next, &error)
       : !nbd_range_read_request (s->in, s->export.size, &next, &error)) {
     range_failure (s, error);
     return;
@@ -688,6 +627,14 @@ write_ready (struct sender *s)
     }
     if (!r->segments)
       take_request (s, r);
+    /* --delta: once its hashing is done (the queue's is the last ref). */
+    if (s->delta && !r->compared) {
+      if (r->refs > 1)
+        return true;
+      compare_request (s, r);
+      if (s->error)
+        return true;
+    }
     int k = fill_iov (s, r, iov, G_N_ELEMENTS (iov));
     if (k > 0) {
       if (!write_out (s, iov, k, &n))
@@ -711,6 +658,8 @@ pump (gpointer data)
     set_failure (s, g_error_copy (s->export.lost));
   if (s->hashing)
     blkhash_collect (&s->hash);
+  if (s->delta && s->hashing && !s->error)
+    take_ahead (s);
   if (!s->error)
     write_ready (s);
   /* Zero ranges from the map are done at once: write them now. */
@@ -780,6 +729,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   struct sender s = { .options = options, .digest_only = digest_only,
                       .raw = options->raw && !digest_only, .out = STDOUT_FILENO,
                       .in = STDIN_FILENO, .ranged = options->ranged && !digest_only,
+                      .delta = options->ranged && options->delta && !digest_only,
                       .range = { -1, 0, 0 } };
   const char *uri = digest_only ? options->digest : options->send;
   g_autoptr (GError) error = NULL;
@@ -801,13 +751,8 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     g_main_loop_unref (s.loop);
     return error->code;
   }
-  s.map = g_array_new (FALSE, FALSE, sizeof (struct extent));
   s.end = s.ranged ? 0 : s.export.size;
-  if (!s.export.has_map && !s.ranged) {
-    struct extent all = { 0, s.export.size, false };
-    g_array_append_val (s.map, all);
-    s.map_end = s.export.size;
-  }
+  nbd_map_init (&s.map, &s.export, 0, s.end, &s.stats.requests, map_done, &s);
   s.in_flight_limit = options->in_flight;
   g_queue_init (&s.queue);
   s.hashing = !s.ranged && (digest_only || !options->no_verify);
@@ -820,8 +765,8 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   if (s.hashing)
     blkhash_start_worker (&s.hash, &s.kicked);
   if (!s.raw && !digest_only) {
-    struct stream_header h = { s.hashing || s.ranged ? STREAM_FLAG_DIGEST : 0,
-                               s.export.size, B };
+    struct stream_header h = { (s.hashing || s.ranged ? STREAM_FLAG_DIGEST : 0) |
+                               (s.delta ? STREAM_FLAG_DELTA : 0), s.export.size, B };
     stream_encode_header_version (s.preamble, &h, s.ranged ? STREAM_VERSION_RANGES
                                                            : STREAM_VERSION);
     s.preamble_len = STREAM_HEADER_SIZE;
@@ -883,9 +828,10 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     blkhash_clear (&s.hash);
   while (!g_queue_is_empty (&s.queue))
     request_unref (g_queue_pop_head (&s.queue));
-  g_array_unref (s.map);
+  nbd_map_clear (&s.map);
   g_free (s.blocks);
   g_free (s.answer);
+  g_free (s.dest_digests);
   g_main_loop_unref (s.loop);
   return rc;
 }

@@ -34,7 +34,8 @@ connect_one (struct nbd_export *e, const struct nbd_stream_options *options,
       nbd_set_handle_name (nbd, writing ? "ferry-receive" : "ferry-send") == -1 ||
       nbd_set_pread_initialize (nbd, false) == -1 ||
       nbd_set_uri_allow_local_file (nbd, true) == -1 ||
-      (!writing && nbd_add_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1) ||
+      ((!writing || options->delta) &&
+       nbd_add_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1) ||
       (options->command ? nbd_connect_systemd_socket_activation (nbd, options->command)
                         : nbd_connect_uri (nbd, uri)) == -1) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot connect to %s: %s",
@@ -110,7 +111,8 @@ open_export (struct nbd_export *e, const struct nbd_stream_options *options,
   e->can_zero = nbd_can_zero (nbd) == 1;
   e->can_fast_zero = nbd_can_fast_zero (nbd) == 1;
   e->can_flush = nbd_can_flush (nbd) == 1;
-  e->has_map = !writing && !options->no_extents &&
+  /* --delta: DEST's digests skip its holes too (nbd-block-digests.c). */
+  e->has_map = (!writing || options->delta) && !options->no_extents &&
                nbd_can_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
   if (!choose_request_size (e, nbd, options->request_size, error))
     return false;
@@ -152,6 +154,21 @@ nbd_export_pick (struct nbd_export *e)
     if (e->conn[i].in_flight < best->in_flight)
       best = &e->conn[i];
   return best;
+}
+
+struct nbd_conn *
+nbd_export_pread (struct nbd_export *e, uint8_t *buf, uint64_t length, uint64_t offset,
+                  nbd_completion_callback done, int *error)
+{
+  struct nbd_conn *c = nbd_export_pick (e);
+
+  c->in_flight++;
+  if (nbd_aio_pread (c->nbd, buf, length, offset, done, 0) == -1) {
+    *error = nbd_get_errno () ? nbd_get_errno () : EIO;
+    c->in_flight--;
+    return NULL;
+  }
+  return c;
 }
 
 unsigned

@@ -177,8 +177,10 @@ parse_header (struct stream_parser *p, struct stream_event *ev)
   p->header.flags = get32 (b + 12);
   p->header.size = get64 (b + 16);
   p->header.block_size = get32 (b + 24);
-  if (p->header.flags & ~STREAM_FLAG_DIGEST)
+  if (p->header.flags & ~(STREAM_FLAG_DIGEST | STREAM_FLAG_DELTA))
     return fail (p, ev, "unknown stream flags 0x%" PRIx32, p->header.flags);
+  if (p->header.flags & STREAM_FLAG_DELTA && !p->allow_delta)
+    return fail (p, ev, "a delta stream (flag DELTA), which this reader was not asked to apply");
   if (!block_size_allowed (p->header.block_size) || get32 (b + 28) != 0)
     return fail (p, ev, "invalid stream block size %" PRIu32, p->header.block_size);
   p->state = STREAM_IN_RECORD;
@@ -241,7 +243,7 @@ parse_ranged_record (struct stream_parser *p, struct stream_event *ev, uint32_t 
                    offset, p->next_offset);
     return expect_end_body (p, ev, "RANGE_END", length);
   }
-  if (type != STREAM_DATA && type != STREAM_ZERO)
+  if (type != STREAM_DATA && type != STREAM_ZERO && type != STREAM_SAME)
     return fail (p, ev, "record type %" PRIu32 " inside a range", type);
   return parse_image_record (p, ev, type, offset, length, p->range_end);
 }
@@ -256,14 +258,17 @@ parse_record (struct stream_parser *p, struct stream_event *ev)
 
   if (get32 (b + 20) != stream_crc32c (b, 20))
     return fail (p, ev, "record header checksum mismatch");
+  if (type == STREAM_SAME && !(p->header.flags & STREAM_FLAG_DELTA))
+    return fail (p, ev, "SAME record in a stream without the DELTA flag");
   if (p->ranged)
     return parse_ranged_record (p, ev, type, offset, length);
-  if (type != STREAM_DATA && type != STREAM_ZERO && type != STREAM_END)
+  if (type != STREAM_DATA && type != STREAM_ZERO && type != STREAM_END &&
+      type != STREAM_SAME)
     return fail (p, ev, "unknown record type %" PRIu32, type);
   return parse_image_record (p, ev, type, offset, length, size);
 }
 
-/* DATA and ZERO records (and v1's END) within [next_offset, @size). */
+/* DATA, ZERO and SAME records (and v1's END) within [next_offset, @size). */
 static size_t
 parse_image_record (struct stream_parser *p, struct stream_event *ev, uint32_t type,
                     uint64_t offset, uint64_t length, uint64_t size)
@@ -287,6 +292,14 @@ parse_image_record (struct stream_parser *p, struct stream_event *ev, uint32_t t
                  "%" PRIu64 "-byte block", offset, length, block);
   p->have = 0;
   p->next_offset = offset + length;
+  if (type == STREAM_SAME) {
+    p->same_records++;
+    p->same_bytes += length;
+    ev->kind = STREAM_EVENT_SAME;
+    ev->offset = offset;
+    ev->length = length;
+    return 0;
+  }
   if (type == STREAM_ZERO) {
     p->counted.zero_records++;
     p->counted.zero_bytes += length;

@@ -13,6 +13,9 @@
 /* The ranged stream of --streams (doc/nbd-stream.md, section 8). */
 #define STREAM_VERSION_RANGES 2
 #define STREAM_FLAG_DIGEST 1u
+/* A delta stream: SAME records may appear; a parser accepts the flag only
+ * when its user set allow_delta. */
+#define STREAM_FLAG_DELTA 2u
 #define STREAM_HEADER_SIZE 36
 #define STREAM_RECORD_SIZE 24
 #define STREAM_END_BODY_SIZE 68
@@ -31,6 +34,8 @@ enum stream_record_type {
   STREAM_REQUEST = 6,
   STREAM_DIGESTS = 7,
   STREAM_READY = 8,
+  /* Delta streams. */
+  STREAM_SAME = 16,           /* the destination already holds these blocks */
 };
 
 struct stream_header {
@@ -73,12 +78,13 @@ enum stream_event_kind {
   STREAM_EVENT_RANGE_END,     /* ranged: its RANGE_END, counts checked; parser->end
                                  holds its body (the range's digest) */
   STREAM_EVENT_ERROR,         /* parser->error says what and where; sticky */
+  STREAM_EVENT_SAME,          /* a SAME record (delta streams) */
 };
 
 struct stream_event {
   enum stream_event_kind kind;
-  uint64_t offset;            /* DATA: export offset of this piece; ZERO: of the record */
-  uint64_t length;            /* DATA: bytes at @data; ZERO: the record's length */
+  uint64_t offset;            /* DATA: export offset of this piece; ZERO, SAME: of the record */
+  uint64_t length;            /* DATA: bytes at @data; ZERO, SAME: the record's length */
   const uint8_t *data;        /* DATA: points into the input fed */
   uint64_t record_offset;     /* DATA: the whole record's offset and length */
   uint64_t record_length;
@@ -110,6 +116,9 @@ struct stream_parser {
   bool ranged;                /* the header said version 2 */
   bool in_range;              /* between a RANGE and its RANGE_END */
   uint64_t range_end;         /* the open range's end */
+  bool allow_delta;           /* set by the user before feeding: accept the
+                                 DELTA flag (else refused like unknown flags) */
+  uint64_t same_records, same_bytes;   /* SAME records seen (not in END's counts) */
 };
 
 void stream_parser_init (struct stream_parser *p);

@@ -81,6 +81,10 @@ nbd_stream_validate (const struct nbd_stream_options *o, GError **error)
   else if (o->ranged && (o->raw || o->digest || (!o->send && !o->receive) ||
                          o->remote_send || o->remote_receive))
     bad = "--ranged goes with --nbd-send or --nbd-receive (it is the remote half of --streams)";
+  else if (o->delta && !o->ranged && ((!o->remote_send && !o->remote_receive) ||
+                                      o->streams == 1 || o->no_verify))
+    bad = "--delta goes with --remote-nbd-send or --remote-nbd-receive and --streams of 2 "
+          "or more (the ranged stream carries the destination's digests)";
   else if (o->connections > NBD_STREAM_MAX_CONNECTIONS)
     bad = "--connections: expected 1 to 4";
   if (bad)

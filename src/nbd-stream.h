@@ -46,6 +46,8 @@ struct nbd_stream_options {
   unsigned streams;           /* --streams=N (remote mode); 0: not given */
   bool ranged;                /* --ranged: the ranged stream of --streams
                                  (doc/nbd-stream.md, section 8) */
+  bool delta;                 /* --delta: with the ranged stream, only the blocks
+                                 that differ from DEST's (SAME for the rest) */
   int control_fd;             /* a local half of --streams: its socket to the
                                  controller (nbd-ranges.h); 0: none */
 };
@@ -99,6 +101,13 @@ bool nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *opt
 void nbd_export_close (struct nbd_export *e);
 /* The connection with the fewest commands in flight. */
 struct nbd_conn *nbd_export_pick (struct nbd_export *e);
+/* Issue a read of @length bytes at @offset into @buf on the connection
+ * with the fewest commands in flight, which it returns (@done must
+ * decrement its in_flight); NULL with *@error (an errno) set if libnbd
+ * refused it at once. */
+struct nbd_conn *nbd_export_pread (struct nbd_export *e, uint8_t *buf, uint64_t length,
+                                   uint64_t offset, nbd_completion_callback done,
+                                   int *error);
 /* Shut down every connection that is still up (the receiver flushed them
  * on the main loop before). */
 void nbd_export_finish (struct nbd_export *e);

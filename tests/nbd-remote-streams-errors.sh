@@ -23,6 +23,12 @@ usage "--no-verify goes with --streams=1: the ranges of more streams are checked
     --nbd-send=x --remote-nbd-receive=y --streams=4 --no-verify ssh://h
 usage "--ranged goes with --nbd-send or --nbd-receive (it is the remote half of --streams)" \
     --nbd-digest=x --ranged
+for args in "--nbd-send=x --remote-nbd-receive=y --streams=1 ssh://h" "--nbd-send=x" \
+            "--nbd-receive=x --remote-nbd-send=y --no-verify ssh://h"; do
+    # shellcheck disable=SC2086
+    usage "--delta goes with --remote-nbd-send or --remote-nbd-receive and --streams of 2 or more (the ranged stream carries the destination's digests)" \
+        --delta $args
+done
 
 # Three ranges in flight at once, each read slowly (100 ms a request of
 # 256 KiB): the copy is still going a second in.

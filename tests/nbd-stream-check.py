@@ -4,6 +4,10 @@
   digest FILE SIZE    the block-hash digest of doc/nbd-stream.md, section 5,
                       of FILE's first SIZE bytes (holes found with SEEK_DATA
                       cost nothing)
+  blocks FILE OFFSET LENGTH
+                      the SHA-256 of each 64 KiB block of FILE's bytes
+                      [OFFSET, OFFSET + LENGTH), one hex line each (the
+                      last block may be short)
   holes SRC DST       nbdinfo --map --json maps of source and destination:
                       every 64 KiB block that reads as zero in SRC's map must
                       read as zero in DST's, and DST has no more data blocks
@@ -20,12 +24,12 @@ import sys
 BLOCK = 65536
 
 
-def digest(path, size):
+def block_digests(path, size, start=0):
+    """The SHA-256 of each block of FILE's [start, size), start on a block."""
     zero_digest = hashlib.sha256(bytes(BLOCK)).digest()
-    outer = hashlib.sha256()
     with open(path, "rb") as f:
         fd = f.fileno()
-        pos = 0
+        pos = start
         while pos < size:
             try:
                 data = os.lseek(fd, pos, os.SEEK_DATA)
@@ -33,15 +37,21 @@ def digest(path, size):
                 data = size
             # Whole blocks of hole before the next data.
             while pos + BLOCK <= min(data, size):
-                outer.update(zero_digest)
+                yield zero_digest
                 pos += BLOCK
             if pos >= size:
                 break
             f.seek(pos)
             block = f.read(min(BLOCK, size - pos))
             block += bytes(min(BLOCK, size - pos) - len(block))
-            outer.update(hashlib.sha256(block).digest())
+            yield hashlib.sha256(block).digest()
             pos += len(block)
+
+
+def digest(path, size):
+    outer = hashlib.sha256()
+    for d in block_digests(path, size):
+        outer.update(d)
     outer.update(size.to_bytes(8, "little"))
     return outer.hexdigest()
 
@@ -94,6 +104,10 @@ def applied(path, nbytes):
 if __name__ == "__main__":
     if sys.argv[1] == "digest":
         print(digest(sys.argv[2], int(sys.argv[3])))
+    elif sys.argv[1] == "blocks":
+        start, length = int(sys.argv[3]), int(sys.argv[4])
+        for d in block_digests(sys.argv[2], start + length, start):
+            print(d.hex())
     elif sys.argv[1] == "holes":
         holes(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "applied":

@@ -14,9 +14,12 @@
 
 struct replay {
   GByteArray *image;          /* rebuilt: DATA copied, ZERO left zero */
-  unsigned events[STREAM_EVENT_ERROR + 1];
+  unsigned events[STREAM_EVENT_SAME + 1];
   char error[160];
 };
+
+/* Whether replay accepts delta streams (the delta tests set it). */
+static bool replay_allow_delta;
 
 /* Feed @stream in pieces of @piece bytes (0: all at once). */
 static bool
@@ -29,6 +32,7 @@ replay (const uint8_t *stream, size_t len, size_t piece, struct replay *r)
   memset (r, 0, sizeof *r);
   r->image = g_byte_array_new ();
   stream_parser_init (&p);
+  p.allow_delta = replay_allow_delta;
   while (pos < len) {
     size_t n = piece && piece < len - pos ? piece : len - pos;
     const uint8_t *chunk = stream + pos;
@@ -265,6 +269,160 @@ test_bad_records (void)
   g_byte_array_unref (s);
 }
 
+/* The blocks that delta_stream sends as SAME: 2 and 3 of every 8, and 6. */
+static bool
+is_same_block (uint64_t index)
+{
+  return index % 4 == 2 || index % 8 == 3;
+}
+
+/* A delta stream of @image: SAME records over the runs of is_same_block,
+ * the other blocks as in make_stream. */
+static GByteArray *
+make_delta_stream (const uint8_t *image, uint64_t size, uint64_t *same_blocks)
+{
+  GByteArray *s = g_byte_array_new ();
+  struct stream_header h = { STREAM_FLAG_DIGEST | STREAM_FLAG_DELTA, size, B };
+  struct stream_end end = { 0 };
+  uint8_t rec[STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE];
+  uint64_t n;
+
+  *same_blocks = 0;
+  g_byte_array_set_size (s, STREAM_HEADER_SIZE);
+  stream_encode_header (s->data, &h);
+  for (uint64_t off = 0; off < size; off += n) {
+    bool same = is_same_block (off / B), data = image[off] != 0;
+    n = MIN (B, size - off);
+    while (same && off + n < size && is_same_block ((off + n) / B))
+      n += MIN (B, size - off - n);
+    stream_encode_record (rec, same ? STREAM_SAME : data ? STREAM_DATA : STREAM_ZERO,
+                          off, n);
+    g_byte_array_append (s, rec, STREAM_RECORD_SIZE);
+    if (same) {
+      *same_blocks += (n + B - 1) / B;
+    } else if (data) {
+      g_byte_array_append (s, image + off, n);
+      end.data_records++;
+      end.data_bytes += n;
+    } else {
+      end.zero_records++;
+      end.zero_bytes += n;
+    }
+  }
+  stream_encode_end (rec, size, &end);
+  g_byte_array_append (s, rec, sizeof rec);
+  return s;
+}
+
+/* SAME records leave the destination as it was (the replay's 0xAA), and
+ * the rest rebuilds the image; in pieces of any size. */
+static void
+test_delta_roundtrip (void)
+{
+  static const size_t pieces[] = { 0, 1, 23, 24, 25, 65537 };
+  static const uint64_t sizes[] = { 4 * B, 11 * B + 1234, 19 * B };
+
+  replay_allow_delta = true;
+  for (size_t k = 0; k < G_N_ELEMENTS (sizes); k++) {
+    uint64_t size = sizes[k], same_blocks;
+    g_autofree uint8_t *image = make_image (size);
+    GByteArray *stream = make_delta_stream (image, size, &same_blocks);
+    g_assert_cmpuint (same_blocks, >, 0);
+    for (size_t i = 0; i < G_N_ELEMENTS (pieces); i++) {
+      struct replay r;
+      uint64_t seen = 0;
+      if (!replay (stream->data, stream->len, pieces[i], &r))
+        g_error ("size %" G_GUINT64_FORMAT " piece %zu: %s", size, pieces[i], r.error);
+      for (uint64_t off = 0; off < size; off += B) {
+        uint64_t n = MIN (B, size - off);
+        if (is_same_block (off / B)) {
+          g_assert_cmpuint (r.image->data[off], ==, 0xAA);
+          g_assert_cmpuint (r.image->data[off + n - 1], ==, 0xAA);
+          seen++;
+        } else {
+          g_assert_true (memcmp (r.image->data + off, image + off, n) == 0);
+        }
+      }
+      g_assert_cmpuint (seen, ==, same_blocks);
+      /* Runs of two blocks are one record. */
+      g_assert_cmpuint (r.events[STREAM_EVENT_SAME], >, 0);
+      g_assert_cmpuint (r.events[STREAM_EVENT_SAME], <, same_blocks);
+      replay_free (&r);
+    }
+    g_byte_array_unref (stream);
+  }
+  replay_allow_delta = false;
+}
+
+/* SAME records follow the rules of ZERO ones, and only a delta stream
+ * read by a parser that allows deltas may hold them. */
+static void
+test_delta_bad_records (void)
+{
+  struct stream_header delta = { STREAM_FLAG_DELTA, 4 * B + 100, B };
+  struct stream_header plain = { 0, 4 * B + 100, B };
+  uint8_t rec[STREAM_RECORD_SIZE];
+  struct {
+    const struct stream_header *header;
+    bool allow;
+    uint32_t type;
+    uint64_t offset, length;
+    const char *error;
+  } cases[] = {
+    { &delta, false, STREAM_SAME, 0, B, "a delta stream (flag DELTA), which this reader" },
+    { &plain, true, STREAM_SAME, 0, B, "SAME record in a stream without the DELTA flag" },
+    { &delta, true, STREAM_SAME, B, B, "record at offset 65536, expected 0" },
+    { &delta, true, STREAM_SAME, 0, 0, "outside the export" },
+    { &delta, true, STREAM_SAME, 0, 5 * B, "outside the export" },
+    { &delta, true, STREAM_SAME, 0, B + 1, "not aligned" },
+    { &delta, true, 99, 0, B, "unknown record type 99" },
+  };
+
+  for (size_t i = 0; i < G_N_ELEMENTS (cases); i++) {
+    GByteArray *s = g_byte_array_new ();
+    g_byte_array_set_size (s, STREAM_HEADER_SIZE);
+    stream_encode_header (s->data, cases[i].header);
+    stream_encode_record (rec, cases[i].type, cases[i].offset, cases[i].length);
+    g_byte_array_append (s, rec, STREAM_RECORD_SIZE);
+    replay_allow_delta = cases[i].allow;
+    expect_error (s, cases[i].error);
+    g_byte_array_unref (s);
+  }
+
+  /* A SAME record after another record must start where it ended, and
+   * may end at the export's odd size; END counts no SAME record. */
+  GByteArray *s = g_byte_array_new ();
+  struct stream_end end = { .zero_records = 1, .zero_bytes = B };
+  uint8_t end_rec[STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE];
+  struct replay r;
+  g_byte_array_set_size (s, STREAM_HEADER_SIZE);
+  stream_encode_header (s->data, &delta);
+  stream_encode_record (rec, STREAM_ZERO, 0, B);
+  g_byte_array_append (s, rec, sizeof rec);
+  stream_encode_record (rec, STREAM_SAME, B, 3 * B + 100);
+  g_byte_array_append (s, rec, sizeof rec);
+  stream_encode_end (end_rec, delta.size, &end);
+  g_byte_array_append (s, end_rec, sizeof end_rec);
+  replay_allow_delta = true;
+  if (!replay (s->data, s->len, 7, &r))
+    g_error ("%s", r.error);
+  g_assert_cmpuint (r.events[STREAM_EVENT_SAME], ==, 1);
+  replay_free (&r);
+  /* The same SAME record overlapping the ZERO one. */
+  g_byte_array_set_size (s, STREAM_HEADER_SIZE + STREAM_RECORD_SIZE);
+  stream_encode_record (rec, STREAM_SAME, 0, 4 * B + 100);
+  g_byte_array_append (s, rec, sizeof rec);
+  expect_error (s, "record at offset 0, expected 65536");
+
+  /* Flag bits past DELTA stay unknown. */
+  struct stream_header unknown = { STREAM_FLAG_DELTA | 4, B, B };
+  g_byte_array_set_size (s, STREAM_HEADER_SIZE);
+  stream_encode_header (s->data, &unknown);
+  expect_error (s, "unknown stream flags 0x6");
+  replay_allow_delta = false;
+  g_byte_array_unref (s);
+}
+
 static int
 replay_files (int argc, char **argv)
 {
@@ -296,5 +454,7 @@ main (int argc, char **argv)
   g_test_add_func ("/nbd-stream/truncated", test_truncated);
   g_test_add_func ("/nbd-stream/flipped-header-bytes", test_flipped_header_bytes);
   g_test_add_func ("/nbd-stream/bad-records", test_bad_records);
+  g_test_add_func ("/nbd-stream/delta-roundtrip", test_delta_roundtrip);
+  g_test_add_func ("/nbd-stream/delta-bad-records", test_delta_bad_records);
   return g_test_run ();
 }

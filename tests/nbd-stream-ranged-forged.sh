@@ -5,7 +5,10 @@
 # (naming the range and the first block), and stops for SIGTERM while it
 # waits for that answer; a receiver refuses records out
 # of order in a range and a RANGE_END digest that is not its data's, and
-# one without --ranged refuses version 2.
+# one without --ranged refuses version 2.  With --delta, a sender refuses
+# DEST's digests of the wrong length, and a receiver a SAME record past
+# its range, and one without --delta a delta stream; a range of SAME
+# records is applied (nothing written) and answered with DEST's digests.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 PEER=$FERRY_SOURCE_ROOT/tests/nbd-stream-ranged-peer.py
@@ -15,7 +18,7 @@ serve dst memory size=8M
 peer_case () {  # CASE RC TEXT
     local rc=0
     within 60 python3 "$PEER" sender-peer "$1" "$FERRY" --nbd-send="$(uri src)" --ranged \
-        2> "$T/peer.err" || rc=$?
+        "${@:4}" 2> "$T/peer.err" || rc=$?
     cat "$T/peer.err" >&2
     assert_eq "$2" "$rc" "$1: exit code"
     assert_contains "$T/peer.err" "$3" "$1: message"
@@ -24,6 +27,7 @@ peer_case bad-digests 22 "ferry: range 0 (offset 0, 1048576 bytes): the digest o
 peer_case stop 143 "ferry: stopped by SIGTERM; the image was sent up to offset 1048576"
 peer_case unaligned 21 "ferry: a request for the range [4096, +65536) of an export of 8388608 bytes: not inside it, not on 65536-byte blocks"
 peer_case outside 21 "ferry: a request for the range [8323072, +131072) of an export of 8388608 bytes: not inside it"
+peer_case delta-short 21 "ferry: digests for [0, 480 bytes of digests), expected the range at 0 (512)" --delta
 
 stream_case () {  # CASE RC TEXT [RECEIVE_OPTIONS...]
     local case=$1 want=$2 text=$3 rc=0; shift 3
@@ -39,3 +43,13 @@ stream_case good 21 "unsupported stream version 2 (this ferry reads 1; version 2
 # A valid range is applied, and its block digests come back after READY.
 stream_case good 0 "" --ranged
 assert_eq $((24 + 24 + 64 + 4)) "$(stat -c %s "$T/answer")" "good: READY and the DIGESTS answer"
+stream_case delta-good 21 "a delta stream (flag DELTA), which this reader was not asked to apply" --ranged
+stream_case delta-outside 21 "record [0, +196608) outside the export of 131072 bytes" --ranged --delta
+# DST holds the good case's range: SAME records leave it.
+nbdcopy "$(uri dst)" "$T/before.raw"
+stream_case delta-good 0 "" --ranged --delta
+# READY, DEST's digests, then the applied ones: the same, and DEST unchanged.
+assert_eq $((24 + 2 * (24 + 64 + 4))) "$(stat -c %s "$T/answer")" "delta-good: the answers"
+assert_eq "$(tail -c 68 "$T/answer" | od -An -tx1)" \
+    "$(head -c $((24 + 24 + 68)) "$T/answer" | tail -c 68 | od -An -tx1)" "delta-good: DEST's digests applied"
+nbdcopy "$(uri dst)" - | cmp - "$T/before.raw" || fail "delta-good: DEST changed"

@@ -7,11 +7,16 @@ section 8), to check that each side validates what the other claims.
                       bad-digests (a flipped block digest in the answer),
                       unaligned (a request off the block size),
                       outside (a request past the export's end),
+                      delta-short (with --delta: DEST's digests of one
+                      block fewer than the range has),
                       stop (SIGTERM while the sender waits for the answer)
   stream CASE SIZE    write a forged ranged stream for an export of SIZE
                       bytes to stdout: order (a DATA record that skips the
                       range's first block), bad-digest (a RANGE_END whose
-                      digest is not its data's), good (a valid one)
+                      digest is not its data's), good (a valid one);
+                      delta streams (the DELTA flag): delta-outside (a SAME
+                      record past the range), delta-good (a range of SAME
+                      only, for a destination that holds good's data)
 Exits with FERRY's exit status (sender-peer)."""
 import hashlib
 import signal
@@ -22,6 +27,8 @@ import sys
 BLOCK = 65536
 READY, REQUEST, DIGESTS = 8, 6, 7
 DATA, ZERO, END, RANGE, RANGE_END = 1, 2, 3, 4, 5
+SAME = 16
+DIGEST_FLAG, DELTA_FLAG = 1, 2
 
 
 def crc32c(data):
@@ -43,8 +50,8 @@ def end_body(data_records, zero_records, data_bytes, zero_bytes, digest):
     return body + struct.pack(">I", crc32c(body))
 
 
-def header(size, version=2):
-    head = b"FERRYNBD" + struct.pack(">IIQII", version, 1, size, BLOCK, 0)
+def header(size, version=2, flags=DIGEST_FLAG):
+    head = b"FERRYNBD" + struct.pack(">IIQII", version, flags, size, BLOCK, 0)
     return head + struct.pack(">I", crc32c(head))
 
 
@@ -93,6 +100,12 @@ def sender_peer(case, argv):
         answer = b"".join(digests)
         into.write(record(DIGESTS, 0, len(answer)) + answer + struct.pack(">I", crc32c(answer)))
         into.flush()
+    elif case == "delta-short":
+        kind, offset, length = struct.unpack(">IQQ", read_exact(out, 24)[:20])
+        assert kind == RANGE, kind
+        digests = bytes(32 * 15)
+        into.write(record(DIGESTS, 0, len(digests)) + digests + struct.pack(">I", crc32c(digests)))
+        into.flush()
     try:
         into.close()
     except BrokenPipeError:
@@ -105,6 +118,16 @@ def forged_stream(case, size):
     length = 2 * BLOCK
     data = bytes(range(256)) * (length // 256)
     digest = hashlib.sha256(b"".join(block_digests(data)) + length.to_bytes(8, "little")).digest()
+    if case.startswith("delta-"):
+        s = header(size, flags=DIGEST_FLAG | DELTA_FLAG) + record(RANGE, 0, length)
+        if case == "delta-outside":
+            s += record(SAME, 0, 3 * BLOCK)
+        else:
+            s += record(SAME, 0, BLOCK) + record(SAME, BLOCK, BLOCK)
+            s += record(RANGE_END, length, 68) + end_body(0, 0, 0, 0, digest)
+            s += record(END, size, 68) + end_body(0, 0, 0, 0, bytes(32))
+        sys.stdout.buffer.write(s)
+        return 0
     s = header(size) + record(RANGE, 0, length)
     if case == "order":
         s += record(DATA, BLOCK, BLOCK) + data[:BLOCK]

@@ -1,0 +1,314 @@
+/* ferry: the block digests of a range of an export (nbd-block-digests.h).
+ *
+ * The reads complete in any order; a queue in offset order holds each
+ * until it and all before it are done, and then hands it to the hash in
+ * order: zero blocks as zero runs (the precomputed digest), the other
+ * runs of blocks to the worker thread, which releases the read's buffer
+ * once hashed. */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "gsource-release.h"
+#include "message.h"
+#include "nbd-block-digests.h"
+#include "nbd-stream-format.h"
+
+#define B STREAM_BLOCK_SIZE
+
+/* One read, or one zero range found in the map, in offset order. */
+struct digest_read {
+  unsigned refs;              /* the queue's, and one per run being hashed */
+  uint64_t offset, length;
+  uint8_t *buf;               /* NULL for a zero range from the map */
+  struct nbd_block_digests *d;
+  struct nbd_conn *conn;      /* the read's connection */
+  bool done;                  /* the read completed (at once for a zero range) */
+  int error;                  /* the read's errno */
+};
+
+static void
+kick (struct nbd_block_digests *d)
+{
+  __atomic_store_n (&d->kicked, true, __ATOMIC_RELEASE);
+}
+
+static void
+set_failure (struct nbd_block_digests *d, GError *error)
+{
+  if (d->error)
+    g_error_free (error);
+  else
+    d->error = error;
+}
+
+static void
+map_done (void *data, GError *error)
+{
+  struct nbd_block_digests *d = data;
+
+  kick (d);
+  if (error)
+    set_failure (d, error);
+}
+
+static int
+read_done (void *data, int *error)
+{
+  struct digest_read *r = data;
+
+  r->done = true;
+  r->error = *error;
+  r->conn->in_flight--;
+  r->d->reads_in_flight--;
+  kick (r->d);
+  return 1;
+}
+
+static void
+read_unref (void *data)
+{
+  struct digest_read *r = data;
+
+  if (--r->refs > 0)
+    return;
+  r->d->in_flight -= r->buf ? r->length : 0;
+  g_free (r->buf);
+  g_free (r);
+}
+
+static void
+issue_reads (struct nbd_block_digests *d)
+{
+  uint64_t end = d->offset + d->length;
+
+  while (!d->error && d->next_offset < end) {
+    uint64_t length;
+    bool zero = nbd_map_next_read (&d->map, d->next_offset, d->in_flight,
+                                   d->in_flight_limit, &length);
+
+    if (length == 0)
+      break;
+    struct digest_read *r = g_new0 (struct digest_read, 1);
+    r->d = d;
+    r->refs = 1;
+    r->offset = d->next_offset;
+    r->length = length;
+    if (zero) {
+      r->done = true;
+    } else {
+      r->buf = g_malloc (length);
+      d->in_flight += length;
+      d->requests++;
+      r->conn = nbd_export_pread (d->export, r->buf, length, r->offset,
+                                  (nbd_completion_callback) { .callback = read_done,
+                                                              .user_data = r },
+                                  &r->error);
+      r->done = r->conn == NULL;
+      d->reads_in_flight += !r->done;
+    }
+    g_queue_push_tail (&d->queue, r);
+    d->next_offset += length;
+  }
+}
+
+/* Hash the read at the queue's head: runs of zero blocks and runs of
+ * data blocks. */
+static void
+hash_read (struct nbd_block_digests *d, struct digest_read *r)
+{
+  if (!r->buf) {
+    blkhash_zero (&d->hash, r->length);
+    d->zero_blocks += (r->length + B - 1) / B;
+    return;
+  }
+  d->read_bytes += r->length;
+  for (uint64_t pos = 0, run; pos < r->length; pos += run) {
+    bool zero = nbd_stream_is_zero (r->buf + pos, MIN (B, r->length - pos));
+    run = 0;
+    while (pos + run < r->length &&
+           nbd_stream_is_zero (r->buf + pos + run, MIN (B, r->length - pos - run)) == zero)
+      run += MIN (B, r->length - pos - run);
+    if (zero) {
+      blkhash_zero (&d->hash, run);
+      d->zero_blocks += (run + B - 1) / B;
+    } else {
+      r->refs++;
+      blkhash_data_async (&d->hash, r->buf + pos, run, read_unref, r);
+    }
+  }
+}
+
+/* Hash the reads that are done, in order. */
+static void
+hash_ready (struct nbd_block_digests *d)
+{
+  struct digest_read *r;
+
+  while (!d->error && (r = g_queue_peek_head (&d->queue)) && r->done) {
+    if (r->error) {
+      set_failure (d, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
+                                   "%s: read at offset %" PRIu64 " (%" PRIu64 " bytes) "
+                                   "failed: %s", d->export->name, r->offset, r->length,
+                                   g_strerror (r->error)));
+      return;
+    }
+    hash_read (d, r);
+    g_queue_pop_head (&d->queue);
+    read_unref (r);
+  }
+}
+
+static void
+finish (struct nbd_block_digests *d)
+{
+  d->finished = true;
+  d->done (d, d->error, d->data);
+}
+
+static gboolean
+pump (gpointer data)
+{
+  struct nbd_block_digests *d = data;
+
+  if (d->finished)
+    return G_SOURCE_CONTINUE;
+  if (d->export->lost && !d->error)
+    set_failure (d, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD, "%s (block digests of %s "
+                                 "were computed up to offset %" PRIu64 ")",
+                                 d->export->lost->message, d->export->name,
+                                 d->next_offset));
+  blkhash_collect (&d->hash);
+  hash_ready (d);
+  issue_reads (d);
+  /* Zero ranges from the map are done at once. */
+  hash_ready (d);
+  if (!d->error && d->next_offset == d->offset + d->length && g_queue_is_empty (&d->queue)) {
+    unsigned char unused[BLKHASH_SIZE];
+    /* Waits for the worker's backlog, at most the in-flight bound. */
+    blkhash_final (&d->hash, unused);
+    finish (d);
+  } else if (d->error && ((d->reads_in_flight == 0 && !d->map.pending) ||
+                                  d->export->lost)) {
+    finish (d);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+struct nbd_block_digests *
+nbd_block_digests_start (struct nbd_export *e, uint64_t offset, uint64_t length,
+                         uint64_t in_flight, nbd_block_digests_fn done, void *data,
+                         GError **error)
+{
+  struct nbd_block_digests *d;
+
+  if (offset > e->size || length > e->size - offset || offset % B ||
+      (length % B && offset + length != e->size)) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_STREAM,
+                 "%s: the range [%" PRIu64 ", +%" PRIu64 ") is not whole %u-byte blocks "
+                 "inside the export of %" PRIu64 " bytes", e->name, offset, length, B,
+                 e->size);
+    return NULL;
+  }
+  d = g_new0 (struct nbd_block_digests, 1);
+  d->export = e;
+  d->offset = offset;
+  d->length = length;
+  d->blocks = (length + B - 1) / B;
+  d->digests = g_malloc (d->blocks * BLKHASH_SIZE);
+  d->next_offset = offset;
+  d->in_flight_limit = in_flight;
+  d->done = done;
+  d->data = data;
+  g_queue_init (&d->queue);
+  if (!blkhash_init (&d->hash, e->size, B)) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_FAILURE, "cannot set up SHA-256 (libcrypto)");
+    g_free (d->digests);
+    g_free (d);
+    return NULL;
+  }
+  blkhash_keep_blocks (&d->hash, offset, d->digests);
+  blkhash_start_worker (&d->hash, &d->kicked);
+  nbd_map_init (&d->map, e, offset, offset + length, &d->requests, map_done, d);
+  d->kick = nbd_kick_source_new (&d->kicked, pump, d);
+  kick (d);
+  return d;
+}
+
+void
+nbd_block_digests_free (struct nbd_block_digests *d)
+{
+  if (!d)
+    return;
+  gsource_release (d->kick);
+  /* Releases the reads that are being hashed. */
+  blkhash_clear (&d->hash);
+  while (!g_queue_is_empty (&d->queue))
+    read_unref (g_queue_pop_head (&d->queue));
+  nbd_map_clear (&d->map);
+  g_clear_error (&d->error);
+  g_free (d->digests);
+  g_free (d);
+}
+
+static void
+on_test_digests (struct nbd_block_digests *d, const GError *error, void *data)
+{
+  g_main_loop_quit (data);
+}
+
+int
+nbd_block_digests_test_main (const struct nbd_stream_options *options, const char *range)
+{
+  struct nbd_export e = { 0 };
+  bool kicked = false;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_auto (GStrv) parts = g_strsplit (range, ":", 2);
+  guint64 offset, length;
+  struct nbd_block_digests *d = NULL;
+  int rc = FERRY_EXIT_OK;
+
+  if (g_strv_length (parts) != 2 ||
+      !g_ascii_string_to_unsigned (parts[0], 10, 0, G_MAXUINT64, &offset, NULL) ||
+      !g_ascii_string_to_unsigned (parts[1], 10, 0, G_MAXUINT64, &length, NULL)) {
+    ferry_error ("FERRY_TEST_BLOCK_DIGESTS='%s': expected OFFSET:LENGTH", range);
+    return FERRY_EXIT_USAGE;
+  }
+  e.kicked = &kicked;
+  if (nbd_export_open (&e, options, options->digest, false, &error))
+    d = nbd_block_digests_start (&e, offset, length, options->in_flight, on_test_digests,
+                                 loop, &error);
+  if (d) {
+    /* A connection lost wakes the computation. */
+    e.kicked = &d->kicked;
+    g_main_loop_run (loop);
+    if (d->error)
+      error = g_error_copy (d->error);
+  }
+  if (error) {
+    ferry_error ("%s", error->message);
+    rc = error->code;
+  } else {
+    char hex[2 * BLKHASH_SIZE + 1];
+    for (uint64_t i = 0; i < d->blocks; i++) {
+      blkhash_hex (d->digests + i * BLKHASH_SIZE, hex);
+      printf ("%s\n", hex);
+    }
+    if (fflush (stdout) != 0) {
+      ferry_error ("cannot write the digests to stdout: %s", g_strerror (errno));
+      rc = FERRY_EXIT_IO;
+    }
+    if (options->verbose)
+      ferry_report ("block digests: blocks=%" PRIu64 " read=%" PRIu64 " zero_blocks=%" PRIu64
+                    " requests=%" PRIu64, d->blocks, d->read_bytes, d->zero_blocks,
+                    d->requests);
+    nbd_export_finish (&e);
+  }
+  nbd_export_close (&e);
+  nbd_block_digests_free (d);
+  return rc;
+}

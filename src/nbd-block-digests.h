@@ -1,0 +1,74 @@
+/* ferry: the block digests of a range of an export, as the destination of
+ * a --delta copy holds it: BLKHASH_SIZE bytes per block of
+ * STREAM_BLOCK_SIZE (the last block of the export may be short), each
+ * the block's SHA-256 as doc/nbd-stream.md, section 5, defines it.
+ *
+ * Reads are pipelined on the main loop as nbd-send.c's (block status
+ * ahead, several reads in flight up to a byte bound, spread over the
+ * connections); a block that block status reports as zero is not read
+ * (it gets the precomputed zero digest), nor hashed when a read finds it
+ * all zero; the other blocks are hashed on blkhash's worker thread. */
+#ifndef FERRY_NBD_BLOCK_DIGESTS_H
+#define FERRY_NBD_BLOCK_DIGESTS_H
+
+#include <glib.h>
+#include <stdint.h>
+
+#include "blkhash.h"
+#include "nbd-map.h"
+#include "nbd-stream.h"
+
+struct nbd_block_digests;
+
+/* Called once, from the main loop, when every digest is in @d->digests
+ * (@error NULL) or the computation failed (@error, owned by @d, names
+ * the export and the offset).  It may free @d, unless the export's
+ * connection was lost (@d->export->lost): then only after closing the
+ * export, as libnbd may still retire reads into @d's buffers until then. */
+typedef void (*nbd_block_digests_fn) (struct nbd_block_digests *d, const GError *error,
+                                      void *data);
+
+struct nbd_block_digests {
+  struct nbd_export *export;
+  uint64_t offset, length;    /* the range */
+  uint64_t blocks;            /* in the range */
+  uint8_t *digests;           /* BLKHASH_SIZE bytes per block, in order */
+  uint64_t read_bytes;        /* bytes read (the rest was zero in the map) */
+  uint64_t zero_blocks;       /* blocks that got the zero digest unhashed */
+  uint64_t requests;          /* NBD commands issued */
+
+  /* The pipeline (nbd-block-digests.c). */
+  struct nbd_map map;
+  uint64_t next_offset;       /* the next read or zero range starts here */
+  GQueue queue;               /* struct digest_read, in offset order */
+  uint64_t in_flight;         /* bytes read or being read, not yet hashed */
+  uint64_t in_flight_limit;
+  unsigned reads_in_flight;   /* this computation's reads in flight */
+  struct blkhash hash;        /* with the range's digests kept */
+  bool kicked;                /* the pump has work */
+  GSource *kick;
+  GError *error;              /* the first failure: the pipeline drains */
+  bool finished;              /* @done was called */
+  nbd_block_digests_fn done;
+  void *data;
+};
+
+/* Start computing the digests of [@offset, @offset + @length) of @e, which
+ * must be on block boundaries (the end may be the export's end) and inside
+ * the export, with at most @in_flight bytes of reads held.  NULL with
+ * @error if the range is not.  @done comes later, never from here. */
+struct nbd_block_digests *nbd_block_digests_start (struct nbd_export *e, uint64_t offset,
+                                                   uint64_t length, uint64_t in_flight,
+                                                   nbd_block_digests_fn done, void *data,
+                                                   GError **error);
+/* Free @d: once @done was called (see there), or, to give up before,
+ * after closing the export. */
+void nbd_block_digests_free (struct nbd_block_digests *d);
+
+/* tests/nbd-block-digests.sh: with FERRY_TEST_BLOCK_DIGESTS=OFFSET:LENGTH
+ * in the environment, --nbd-digest=URI prints the digests of that range
+ * of URI's export, one lower-case hex line per block (and with -v a
+ * summary on stderr) instead of the image digest. */
+int nbd_block_digests_test_main (const struct nbd_stream_options *options, const char *range);
+
+#endif
