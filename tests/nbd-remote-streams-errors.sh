@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --streams=4 when things go wrong: one remote ferry SIGKILLed mid-copy,
 # each way (the local ferry exits within seconds with 24 and a line naming
-# the host and the stream, and leaves no local half behind); a missing
+# the host and the stream, and leaves no local half behind; a --delta
+# re-run then completes the copy); a missing
 # remote export (30, one line, not one per stream); usage errors (2).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
@@ -79,6 +80,12 @@ for way in up down; do
         fail "$way: a local half is left: $(pgrep -af -- "--remote-helper=$T/helper")"
     gone () { for p in $(ls "$T/pids"); do ! kill -0 "$p" 2> /dev/null || return 1; done; }
     wait_until 10 gone
+    rm -f "$T"/pids/*
+    # A --delta re-run completes the interrupted copy.
+    remote_copy $way "$(uri src)" "$(uri dst)" --streams=4 --delta
+    assert_eq 0 "$REMOTE_RC" "$way: the --delta re-run's exit code"
+    within 120 qemu-img compare -f raw -F raw "$(uri src)" "$(uri dst)" >&2 ||
+        fail "$way: the copy differs after the --delta re-run"
     rm -f "$T"/pids/*
 done
 
