@@ -537,6 +537,14 @@ consume_stream (struct receiver *r)
     queue_zero (r, ev.offset, ev.length);
     break;
   case STREAM_EVENT_END:
+    if (r->parser.ranged && r->options->control_fd > 0 && r->range.index >= 0) {
+      /* A local half asked for a range, not for the end. */
+      set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "the sender ended the "
+                                   "stream where range %" PRId64 " (offset %" PRIu64 ", %"
+                                   PRIu64 " bytes) was asked for", r->range.index,
+                                   r->range.offset, r->range.length));
+      break;
+    }
     r->end_seen = true;
     if (r->hashing) {
       blkhash_final (&r->hash, r->digest);

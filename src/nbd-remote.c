@@ -328,6 +328,8 @@ abort_channel (struct remote_channel *c)
 }
 
 static int channel_code (const struct remote_channel *c, int stop_code);
+static void controller_fail (struct remote_copy *rc, struct remote_channel *c,
+                             const char *fmt, ...) G_GNUC_PRINTF (3, 4);
 static void start_rest (struct remote_copy *rc);
 
 /* A channel ended: if it failed (not for a stop signal), the copy has
@@ -341,6 +343,14 @@ channel_ended (struct remote_channel *c)
   if (!c->relay_done || !c->child_done || c->aborted || rc->failed || rc->stop_signum)
     return;
   stop_control (c);
+  if (rc->ranged && c->range.index >= 0 && !rc->error &&
+      channel_code (c, stop_code) == FERRY_EXIT_OK) {
+    /* Its range would never be composed, and halves waiting for the
+     * composition (MAX_RANGES_AHEAD) would wait for ever. */
+    controller_fail (rc, c, "it ended without finishing range %" PRId64 " (offset %" PRIu64
+                     ", %" PRIu64 " bytes)", c->range.index, c->range.offset, c->range.length);
+    return;
+  }
   if (channel_code (c, stop_code) == FERRY_EXIT_OK && !rc->error)
     return;
   rc->failed = c;
@@ -424,10 +434,6 @@ fold_range (struct remote_copy *rc, GBytes *digests)
   g_checksum_update (rc->image, d, len);
   rc->composed++;
 }
-
-static void
-controller_fail (struct remote_copy *rc, struct remote_channel *c, const char *fmt, ...)
-  G_GNUC_PRINTF (3, 4);
 
 static void
 controller_fail (struct remote_copy *rc, struct remote_channel *c, const char *fmt, ...)

@@ -17,6 +17,9 @@ section 8), to check that each side validates what the other claims.
                       delta streams (the DELTA flag): delta-outside (a SAME
                       record past the range), delta-good (a range of SAME
                       only, for a destination that holds good's data)
+  remote-sender CASE SIZE   play a remote ferry --nbd-send=SRC --ranged of
+                      an export of SIZE bytes on stdin and stdout: early-end
+                      (END in answer to the first REQUEST, for a range)
 Exits with FERRY's exit status (sender-peer)."""
 import hashlib
 import signal
@@ -141,7 +144,21 @@ def forged_stream(case, size):
     return 0
 
 
+def remote_sender(case, size):
+    out, into = sys.stdout.buffer, sys.stdin.buffer
+    out.write(header(size))
+    out.flush()
+    read_exact(into, 24)    # READY
+    read_exact(into, 24)    # REQUEST
+    if case == "early-end":
+        out.write(record(END, size, 68) + end_body(0, 0, 0, 0, bytes(32)))
+    out.flush()
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "remote-sender":
+        sys.exit(remote_sender(sys.argv[2], int(sys.argv[3])))
     if sys.argv[1] == "sender-peer":
         sys.exit(sender_peer(sys.argv[2], sys.argv[3:]))
     sys.exit(forged_stream(sys.argv[2], int(sys.argv[3])))
