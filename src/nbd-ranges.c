@@ -18,14 +18,28 @@
 
 #define B STREAM_BLOCK_SIZE
 
+G_DEFINE_QUARK (ferry-nbd-range-closed, nbd_range_closed)
+G_DEFINE_QUARK (ferry-nbd-range-stopped, nbd_range_stopped)
+
 /* The fds are the stream's, which the pipelines made non-blocking: wait
- * with poll between the pieces.  Nothing else is in flight meanwhile. */
+ * with poll between the pieces.  Nothing else is in flight meanwhile.  A
+ * signal always interrupts poll (a read or write on a blocking fd would
+ * restart): a stop signal gives up the wait, and the caller leaves the
+ * stop to its main loop. */
 static bool
-wait_fd (int fd, short events)
+wait_fd (int fd, short events, GError **error)
 {
   struct pollfd p = { fd, events, 0 };
+  int ready = signal_watch_stop_pending () ? -1 : poll (&p, 1, -1);
 
-  return poll (&p, 1, -1) >= 0 || errno == EINTR;
+  if (ready < 0 && errno != EINTR && !signal_watch_stop_pending ())
+    return ferry_set_error (error, FERRY_EXIT_IO, "cannot wait for the stream's channel: %s",
+                            g_strerror (errno));
+  if (signal_watch_stop_pending ()) {
+    g_set_error (error, nbd_range_stopped_quark (), FERRY_EXIT_FAILURE, "stopped");
+    return false;
+  }
+  return true;
 }
 
 static bool
@@ -39,7 +53,8 @@ write_all (int fd, const void *buf, size_t len, GError **error)
       p += n;
       len -= n;
     } else if (n < 0 && errno == EAGAIN) {
-      wait_fd (fd, POLLOUT);
+      if (!wait_fd (fd, POLLOUT, error))
+        return false;
     } else if (n < 0 && errno != EINTR) {
       return ferry_set_error (error, FERRY_EXIT_IO, "cannot write to the stream's channel: %s",
                               g_strerror (errno));
@@ -47,9 +62,6 @@ write_all (int fd, const void *buf, size_t len, GError **error)
   }
   return true;
 }
-
-G_DEFINE_QUARK (ferry-nbd-range-closed, nbd_range_closed)
-G_DEFINE_QUARK (ferry-nbd-range-stopped, nbd_range_stopped)
 
 void
 nbd_range_wait_for_parent (int control_fd)
@@ -60,26 +72,14 @@ nbd_range_wait_for_parent (int control_fd)
     ;
 }
 
-/* Waits in poll, which a signal always interrupts (a read on a blocking
- * pipe would restart): a stop signal gives up the wait, and the caller
- * leaves the stop to its main loop. */
 static bool
 read_all (int fd, void *buf, size_t len, const char *what, GError **error)
 {
   uint8_t *p = buf;
 
   while (len > 0) {
-    struct pollfd pfd = { fd, POLLIN, 0 };
-    int ready = signal_watch_stop_pending () ? -1 : poll (&pfd, 1, -1);
-    if (ready < 0 && errno != EINTR && !signal_watch_stop_pending ())
-      return ferry_set_error (error, FERRY_EXIT_IO, "cannot wait for the stream's channel: %s",
-                              g_strerror (errno));
-    if (signal_watch_stop_pending ()) {
-      g_set_error (error, nbd_range_stopped_quark (), FERRY_EXIT_FAILURE, "stopped");
+    if (!wait_fd (fd, POLLIN, error))
       return false;
-    }
-    if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
-      continue;
     ssize_t n = read (fd, p, len);
     if (n > 0) {
       p += n;
@@ -88,9 +88,7 @@ read_all (int fd, void *buf, size_t len, const char *what, GError **error)
       g_set_error (error, nbd_range_closed_quark (), FERRY_EXIT_STREAM,
                    "the stream's channel closed before %s", what);
       return false;
-    } else if (errno == EAGAIN) {
-      wait_fd (fd, POLLIN);
-    } else if (errno != EINTR) {
+    } else if (errno != EAGAIN && errno != EINTR) {
       return ferry_set_error (error, FERRY_EXIT_IO, "cannot read the stream's channel: %s",
                               g_strerror (errno));
     }

@@ -124,7 +124,9 @@ schedule_pump (struct sender *s)
 static void
 set_failure (struct sender *s, GError *error)
 {
-  if (s->error)
+  /* A stop signal that ended a wait on the ranged stream's return
+   * direction: the main loop delivers it (on_signal). */
+  if (s->error || error->domain == nbd_range_stopped_quark ())
     g_error_free (error);
   else
     s->error = error;
@@ -494,17 +496,6 @@ start_range (struct sender *s, const struct nbd_range *range)
   s->preamble_pos = 0;
 }
 
-/* A failure on the return direction; false for a stop signal, which
- * the main loop then delivers (on_signal). */
-static void
-range_failure (struct sender *s, GError *error)
-{
-  if (error->domain == nbd_range_stopped_quark ())
-    g_error_free (error);
-  else
-    set_failure (s, error);
-}
-
 /* The receiver's digests of the range just sent against ours; false if
  * they did not come. */
 static bool
@@ -514,7 +505,7 @@ check_answer (struct sender *s)
   uint64_t n = nbd_range_blocks (&s->range, B);
 
   if (!nbd_range_read_digests (s->in, &s->range, s->answer, &error)) {
-    range_failure (s, error);
+    set_failure (s, error);
     return false;
   }
   for (uint64_t i = 0; i < n; i++)
@@ -562,7 +553,7 @@ ranged_step (struct sender *s)
     s->range_answered = true;
   } else if (s->range.index < 0 && !s->ready_seen) {
     if (!nbd_range_read_ready (s->in, &error)) {
-      range_failure (s, error);
+      set_failure (s, error);
       return;
     }
     s->ready_seen = true;
@@ -572,7 +563,7 @@ ranged_step (struct sender *s)
                          s->counts.data_bytes - s->range_base.data_bytes,
                          s->same_bytes - s->range_same_base, &next, &error)
       : !nbd_range_read_request (s->in, s->export.size, &next, &error)) {
-    range_failure (s, error);
+    set_failure (s, error);
     return;
   }
   if (next.index >= 0) {
