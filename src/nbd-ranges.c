@@ -173,7 +173,13 @@ nbd_range_read_ready (int fd, GError **error)
 {
   uint64_t offset, length;
 
-  return read_record (fd, STREAM_READY, "the receiver's READY", &offset, &length, error);
+  if (!read_record (fd, STREAM_READY, "the receiver's READY", &offset, &length, error))
+    return false;
+  if (offset != 0 || length != 0)
+    return ferry_set_error (error, FERRY_EXIT_STREAM, "a READY at offset %" PRIu64 ", length %"
+                            PRIu64 " on the stream's return direction: both must be 0",
+                            offset, length);
+  return true;
 }
 
 bool

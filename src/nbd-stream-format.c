@@ -348,6 +348,11 @@ parse_end_body (struct stream_parser *p, struct stream_event *ev)
     ev->kind = STREAM_EVENT_RANGE_END;
     return 0;
   }
+  if (p->ranged) {
+    static const uint8_t no_digest[STREAM_DIGEST_SIZE];
+    if (memcmp (e->digest, no_digest, sizeof no_digest) != 0)
+      return fail (p, ev, "END of a ranged stream with a digest (each range has its own)");
+  }
   p->state = STREAM_IN_DONE;
   ev->kind = STREAM_EVENT_END;
   return 0;

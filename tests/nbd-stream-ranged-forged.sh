@@ -4,8 +4,8 @@
 # past the export and an answer whose block digests differ from its own
 # (naming the range and the first block), and stops for SIGTERM while it
 # waits for that answer; a receiver refuses records out
-# of order in a range and a RANGE_END digest that is not its data's, and
-# one without --ranged refuses version 2.  With --delta, a sender refuses
+# of order in a range, a RANGE_END digest that is not its data's and an
+# END with a digest, and one without --ranged refuses version 2.  With --delta, a sender refuses
 # DEST's digests of the wrong length, and a receiver a SAME record past
 # its range, and one without --delta a delta stream; a range of SAME
 # records is applied (nothing written) and answered with DEST's digests.
@@ -39,6 +39,7 @@ stream_case () {  # CASE RC TEXT [RECEIVE_OPTIONS...]
 }
 stream_case order 21 "ferry: record at offset 65536, expected 0" --ranged
 stream_case bad-digest 22 "ferry: range 0 (offset 0, 131072 bytes): digest mismatch: its RANGE_END says 0000" --ranged
+stream_case end-digest 21 "ferry: END of a ranged stream with a digest (each range has its own)" --ranged
 stream_case good 21 "unsupported stream version 2 (this ferry reads 1; version 2 is the ranged stream of --streams)"
 # A valid range is applied, and its block digests come back after READY.
 stream_case good 0 "" --ranged

@@ -13,7 +13,8 @@ section 8), to check that each side validates what the other claims.
   stream CASE SIZE    write a forged ranged stream for an export of SIZE
                       bytes to stdout: order (a DATA record that skips the
                       range's first block), bad-digest (a RANGE_END whose
-                      digest is not its data's), good (a valid one);
+                      digest is not its data's), end-digest (an END with a
+                      digest), good (a valid one);
                       delta streams (the DELTA flag): delta-outside (a SAME
                       record past the range), delta-good (a range of SAME
                       only, for a destination that holds good's data)
@@ -139,7 +140,8 @@ def forged_stream(case, size):
         if case == "bad-digest":
             digest = bytes(32)
         s += record(RANGE_END, length, 68) + end_body(1, 0, length, 0, digest)
-        s += record(END, size, 68) + end_body(0, 0, 0, 0, bytes(32))
+        # end-digest: END carries a digest, which only a version 1 END may.
+        s += record(END, size, 68) + end_body(0, 0, 0, 0, digest if case == "end-digest" else bytes(32))
     sys.stdout.buffer.write(s)
     return 0
 
