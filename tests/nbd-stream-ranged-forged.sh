@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The ranged stream of --streams (doc/nbd-stream.md, section 8), each side
-# against a forged peer: a sender refuses a request off the block size or
-# past the export and an answer whose block digests differ from its own
+# against a forged peer: a sender refuses a READY that is not all zero, a
+# request off the block size or past the export and an answer whose block digests differ from its own
 # (naming the range and the first block), and stops for SIGTERM while it
 # waits for that answer; a receiver refuses records out
 # of order in a range, a RANGE_END digest that is not its data's and an
@@ -25,6 +25,7 @@ peer_case () {  # CASE RC TEXT
 }
 peer_case bad-digests 22 "ferry: range 0 (offset 0, 1048576 bytes): the digest of what the receiver applied differs from $(uri src)'s, first at offset 65536"
 peer_case stop 143 "ferry: stopped by SIGTERM; the image was sent up to offset 1048576"
+peer_case ready-length 21 "ferry: a READY at offset 0, length 1 on the stream's return direction: both must be 0"
 peer_case unaligned 21 "ferry: a request for the range [4096, +65536) of an export of 8388608 bytes: not inside it, not on 65536-byte blocks"
 peer_case outside 21 "ferry: a request for the range [8323072, +131072) of an export of 8388608 bytes: not inside it"
 peer_case delta-short 21 "ferry: digests for [0, 480 bytes of digests), expected the range at 0 (512)" --delta

@@ -5,6 +5,7 @@ section 8), to check that each side validates what the other claims.
   sender-peer CASE FERRY ARGS...   run FERRY ARGS... (--nbd-send=SRC --ranged)
                       and play its receiver: READY, then as CASE says:
                       bad-digests (a flipped block digest in the answer),
+                      ready-length (a READY of length 1),
                       unaligned (a request off the block size),
                       outside (a request past the export's end),
                       delta-short (with --delta: DEST's digests of one
@@ -77,7 +78,7 @@ def sender_peer(case, argv):
     ferry = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     out, into = ferry.stdout, ferry.stdin
     size = struct.unpack(">Q", read_exact(out, 36)[16:24])[0]
-    into.write(record(READY, 0, 0))
+    into.write(record(READY, 0, 1 if case == "ready-length" else 0))
     if case == "unaligned":
         into.write(record(REQUEST, 4096, BLOCK))
     elif case == "outside":
