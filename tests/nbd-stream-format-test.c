@@ -78,24 +78,41 @@ replay_free (struct replay *r)
   g_byte_array_unref (r->image);
 }
 
+/* The blocks that a delta stream sends as SAME: 2 and 3 of every 8, and 6. */
+static bool
+is_same_block (uint64_t index)
+{
+  return index % 4 == 2 || index % 8 == 3;
+}
+
 /* A stream of an image of @size bytes: DATA for blocks whose first byte
- * is non-zero in @image, ZERO otherwise, one record per block. */
+ * is non-zero in @image, ZERO otherwise, one record per block; with
+ * @delta, SAME records over the runs of is_same_block instead (counted in
+ * *@same_blocks). */
 static GByteArray *
-make_stream (const uint8_t *image, uint64_t size)
+encode_stream (const uint8_t *image, uint64_t size, bool delta, uint64_t *same_blocks)
 {
   GByteArray *s = g_byte_array_new ();
-  struct stream_header h = { STREAM_FLAG_DIGEST, size, B };
+  struct stream_header h = { STREAM_FLAG_DIGEST | (delta ? STREAM_FLAG_DELTA : 0), size, B };
   struct stream_end end = { 0 };
   uint8_t rec[STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE];
+  uint64_t n;
 
+  if (same_blocks)
+    *same_blocks = 0;
   g_byte_array_set_size (s, STREAM_HEADER_SIZE);
   stream_encode_header (s->data, &h);
-  for (uint64_t off = 0; off < size; off += B) {
-    uint64_t n = MIN (B, size - off);
-    bool data = image[off] != 0;
-    stream_encode_record (rec, data ? STREAM_DATA : STREAM_ZERO, off, n);
+  for (uint64_t off = 0; off < size; off += n) {
+    bool same = delta && is_same_block (off / B), data = image[off] != 0;
+    n = MIN (B, size - off);
+    while (same && off + n < size && is_same_block ((off + n) / B))
+      n += MIN (B, size - off - n);
+    stream_encode_record (rec, same ? STREAM_SAME : data ? STREAM_DATA : STREAM_ZERO,
+                          off, n);
     g_byte_array_append (s, rec, STREAM_RECORD_SIZE);
-    if (data) {
+    if (same) {
+      *same_blocks += (n + B - 1) / B;
+    } else if (data) {
       g_byte_array_append (s, image + off, n);
       end.data_records++;
       end.data_bytes += n;
@@ -108,6 +125,12 @@ make_stream (const uint8_t *image, uint64_t size)
   stream_encode_end (rec, size, &end);
   g_byte_array_append (s, rec, sizeof rec);
   return s;
+}
+
+static GByteArray *
+make_stream (const uint8_t *image, uint64_t size)
+{
+  return encode_stream (image, size, false, NULL);
 }
 
 static uint8_t *
@@ -269,51 +292,6 @@ test_bad_records (void)
   g_byte_array_unref (s);
 }
 
-/* The blocks that delta_stream sends as SAME: 2 and 3 of every 8, and 6. */
-static bool
-is_same_block (uint64_t index)
-{
-  return index % 4 == 2 || index % 8 == 3;
-}
-
-/* A delta stream of @image: SAME records over the runs of is_same_block,
- * the other blocks as in make_stream. */
-static GByteArray *
-make_delta_stream (const uint8_t *image, uint64_t size, uint64_t *same_blocks)
-{
-  GByteArray *s = g_byte_array_new ();
-  struct stream_header h = { STREAM_FLAG_DIGEST | STREAM_FLAG_DELTA, size, B };
-  struct stream_end end = { 0 };
-  uint8_t rec[STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE];
-  uint64_t n;
-
-  *same_blocks = 0;
-  g_byte_array_set_size (s, STREAM_HEADER_SIZE);
-  stream_encode_header (s->data, &h);
-  for (uint64_t off = 0; off < size; off += n) {
-    bool same = is_same_block (off / B), data = image[off] != 0;
-    n = MIN (B, size - off);
-    while (same && off + n < size && is_same_block ((off + n) / B))
-      n += MIN (B, size - off - n);
-    stream_encode_record (rec, same ? STREAM_SAME : data ? STREAM_DATA : STREAM_ZERO,
-                          off, n);
-    g_byte_array_append (s, rec, STREAM_RECORD_SIZE);
-    if (same) {
-      *same_blocks += (n + B - 1) / B;
-    } else if (data) {
-      g_byte_array_append (s, image + off, n);
-      end.data_records++;
-      end.data_bytes += n;
-    } else {
-      end.zero_records++;
-      end.zero_bytes += n;
-    }
-  }
-  stream_encode_end (rec, size, &end);
-  g_byte_array_append (s, rec, sizeof rec);
-  return s;
-}
-
 /* SAME records leave the destination as it was (the replay's 0xAA), and
  * the rest rebuilds the image; in pieces of any size. */
 static void
@@ -326,7 +304,7 @@ test_delta_roundtrip (void)
   for (size_t k = 0; k < G_N_ELEMENTS (sizes); k++) {
     uint64_t size = sizes[k], same_blocks;
     g_autofree uint8_t *image = make_image (size);
-    GByteArray *stream = make_delta_stream (image, size, &same_blocks);
+    GByteArray *stream = encode_stream (image, size, true, &same_blocks);
     g_assert_cmpuint (same_blocks, >, 0);
     for (size_t i = 0; i < G_N_ELEMENTS (pieces); i++) {
       struct replay r;
