@@ -389,30 +389,83 @@ step_exec (void *data)
   return ssh_channel_request_exec (p->channel, p->command);
 }
 
-/* Run @steps in turn on a new channel; NULL with *@why on failure. */
+/* @step on each of @n channels at once: each request goes out on every
+ * channel before any answer is awaited, so that n channels open in the
+ * round trips of one.  Repeated by ferry_ssh_conn_wait until no channel
+ * waits any more; then the first failure, if any. */
+struct open_batch {
+  struct open_step *p;
+  size_t n;
+  int (*step) (void *data);
+  int *rc;                    /* each channel's answer; SSH_AGAIN while it waits */
+};
+
+static int
+step_batch (void *data)
+{
+  struct open_batch *b = data;
+  bool waiting = false;
+
+  for (size_t j = 0; j < b->n; j++) {
+    if (b->rc[j] == SSH_AGAIN)
+      b->rc[j] = b->step (&b->p[j]);
+    waiting |= b->rc[j] == SSH_AGAIN;
+  }
+  if (waiting)
+    return SSH_AGAIN;
+  for (size_t j = 0; j < b->n; j++)
+    if (b->rc[j] != SSH_OK)
+      return b->rc[j];
+  return SSH_OK;
+}
+
+/* Run @steps in turn on @n new channels (p[j].channel), each step on all of
+ * them at once.  False with *@why (and *@failed, the first channel that
+ * failed) if any failed: then none is left open. */
+static bool
+open_channels (struct ferry_ssh_conn *conn, struct open_step *p, size_t n,
+               int (*const *steps) (void *), size_t n_steps, size_t *failed, char **why)
+{
+  ssh_session s = ferry_ssh_conn_session (conn);
+  g_autofree int *rc = g_new (int, n);
+  struct open_batch batch = { p, n, NULL, rc };
+  size_t opened = 0;
+  int result = SSH_OK;
+
+  for (; opened < n; opened++)
+    if ((p[opened].channel = ssh_channel_new (s)) == NULL) {
+      *failed = opened;
+      *why = g_strdup (ssh_get_error (s));
+      goto fail;
+    }
+  for (size_t i = 0; i < n_steps && result == SSH_OK; i++) {
+    gint64 start = g_get_monotonic_time ();
+    for (size_t j = 0; j < n; j++)
+      rc[j] = SSH_AGAIN;
+    batch.step = steps[i];
+    result = ferry_ssh_conn_wait (conn, step_batch, &batch, SSH_AGAIN);
+    for (size_t j = 0; i == 0 && j < n; j++)
+      p[j].round_trip = g_get_monotonic_time () - start;
+  }
+  if (result == SSH_OK)
+    return true;
+  for (*failed = 0; *failed < n - 1 && rc[*failed] == SSH_OK; (*failed)++)
+    ;
+  *why = g_strdup (result == SSH_AGAIN ? "timed out" : ssh_get_error (s));
+fail:
+  for (size_t j = 0; j < opened; j++)
+    ssh_channel_free (p[j].channel);
+  return false;
+}
+
+/* One new channel: @steps in turn; NULL with *@why on failure. */
 static ssh_channel
 open_channel (struct ferry_ssh_conn *conn, struct open_step *p,
               int (*const *steps) (void *), size_t n_steps, char **why)
 {
-  ssh_session s = ferry_ssh_conn_session (conn);
+  size_t failed;
 
-  p->channel = ssh_channel_new (s);
-  if (p->channel == NULL) {
-    *why = g_strdup (ssh_get_error (s));
-    return NULL;
-  }
-  for (size_t i = 0; i < n_steps; i++) {
-    gint64 start = g_get_monotonic_time ();
-    int rc = ferry_ssh_conn_wait (conn, steps[i], p, SSH_AGAIN);
-    if (i == 0)
-      p->round_trip = g_get_monotonic_time () - start;
-    if (rc != SSH_OK) {
-      *why = g_strdup (rc == SSH_AGAIN ? "timed out" : ssh_get_error (s));
-      ssh_channel_free (p->channel);
-      return NULL;
-    }
-  }
-  return p->channel;
+  return open_channels (conn, p, 1, steps, n_steps, &failed, why) ? p->channel : NULL;
 }
 
 /* Opening a channel is one request and its answer: a round trip. */
@@ -531,28 +584,42 @@ struct endpoint *
 endpoint_ssh_exec_on (struct ferry_ssh_conn *conn, const char *command, const char *label,
                       GError **error)
 {
-  static int (*const exec[]) (void *) = { step_session, step_exec };
-  struct open_step step = { .command = command };
-  g_autofree char *why = NULL;
-  ssh_channel channel;
-  struct channel_endpoint *se;
+  struct endpoint *ep;
+  size_t failed;
 
-  channel = open_channel (conn, &step, exec, G_N_ELEMENTS (exec), &why);
-  if (channel == NULL) {
+  return endpoint_ssh_exec_many (conn, 1, &command, &label, &ep, &failed, error) ? ep : NULL;
+}
+
+bool
+endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, size_t n, const char *const *commands,
+                        const char *const *labels, struct endpoint **endpoints,
+                        size_t *failed, GError **error)
+{
+  static int (*const exec[]) (void *) = { step_session, step_exec };
+  g_autofree struct open_step *steps = g_new0 (struct open_step, n);
+  g_autofree char *why = NULL;
+
+  for (size_t j = 0; j < n; j++)
+    steps[j].command = commands[j];
+  if (!open_channels (conn, steps, n, exec, G_N_ELEMENTS (exec), failed, &why)) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "%s: cannot run '%s': %s",
-                 ferry_ssh_conn_name (conn), command, why);
-    return NULL;
+                 ferry_ssh_conn_name (conn), commands[*failed], why);
+    return false;
   }
-  se = channel_endpoint_new (conn, ferry_ssh_conn_name (conn), channel, step.round_trip);
-  se->command = g_strdup (command);
-  se->status_to_caller = true;
-  se->stderr_line = g_string_new (NULL);
-  se->stderr_label = g_strdup (label);
-  se->callbacks.userdata = se;
-  se->callbacks.channel_exit_signal_function = on_exit_signal;
-  ssh_callbacks_init (&se->callbacks);
-  ssh_set_channel_callbacks (channel, &se->callbacks);
-  return &se->base;
+  for (size_t j = 0; j < n; j++) {
+    struct channel_endpoint *se = channel_endpoint_new (conn, ferry_ssh_conn_name (conn),
+                                                        steps[j].channel, steps[j].round_trip);
+    se->command = g_strdup (commands[j]);
+    se->status_to_caller = true;
+    se->stderr_line = g_string_new (NULL);
+    se->stderr_label = g_strdup (labels[j]);
+    se->callbacks.userdata = se;
+    se->callbacks.channel_exit_signal_function = on_exit_signal;
+    ssh_callbacks_init (&se->callbacks);
+    ssh_set_channel_callbacks (steps[j].channel, &se->callbacks);
+    endpoints[j] = &se->base;
+  }
+  return true;
 }
 
 const char *

@@ -45,6 +45,14 @@ const char *ferry_ssh_conn_name (struct ferry_ssh_conn *conn);
  * a reference on @conn. */
 struct endpoint *endpoint_ssh_exec_on (struct ferry_ssh_conn *conn, const char *command,
                                        const char *label, GError **error);
+/* The same for @n commands (@labels[j] for @commands[j]) on @n channels
+ * opened at once: each request goes out on every channel before the
+ * answers are awaited, so that n channels take the round trips of one.
+ * All of them in @endpoints; or none, false, and *@failed the first one
+ * that failed. */
+bool endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, size_t n, const char *const *commands,
+                             const char *const *labels, struct endpoint **endpoints,
+                             size_t *failed, GError **error);
 /* An exec channel's remote exit status, or -1 while it is not known (or
  * the channel closed without one). */
 int endpoint_ssh_exit_status (struct endpoint *ep);

@@ -317,6 +317,8 @@ abort_channel (struct remote_channel *c)
       close (c->go);
     c->go = -1;
     c->relay_done = true;
+    /* Opened with the others, before one of them failed. */
+    g_clear_pointer (&c->channel, endpoint_free);
   }
   if (!c->child_done)
     silence_child (c);
@@ -743,18 +745,21 @@ channel_code (const struct remote_channel *c, int stop_code)
 
 /* --- The copy. --- */
 
-/* Run @c's remote half on the session, let its child go, and relay. */
-static bool
-start_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
+/* @c's remote command, and the names its messages go by. */
+static void
+name_channel (struct remote_copy *rc, struct remote_channel *c)
 {
   const char *host = ferry_ssh_conn_name (rc->conn);
 
   c->command = remote_command (rc->options, rc->ranged, c->number);
   c->channel_name = g_strdup (host);
   c->who = rc->ranged ? g_strdup_printf ("%s (stream %u)", host, c->number) : g_strdup (host);
-  c->channel = endpoint_ssh_exec_on (rc->conn, c->command, rc->ranged ? c->who : NULL, error);
-  if (c->channel == NULL)
-    return false;
+}
+
+/* @c's remote half runs (c->channel): let its child go, and relay. */
+static bool
+run_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
+{
   if (write (c->go, "g", 1) != 1) {
     g_clear_pointer (&c->channel, endpoint_free);
     return ferry_set_error (error, FERRY_EXIT_FAILURE, "cannot start the local half: %s",
@@ -773,21 +778,46 @@ start_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
   return true;
 }
 
-/* The first channel's halves are both up: start the others.  Opening a
- * channel blocks the main loop for its round trips; the first relay's
- * data waits in libssh meanwhile. */
+/* Run @c's remote half on the session, let its child go, and relay. */
+static bool
+start_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
+{
+  name_channel (rc, c);
+  c->channel = endpoint_ssh_exec_on (rc->conn, c->command, rc->ranged ? c->who : NULL, error);
+  return c->channel && run_channel (rc, c, error);
+}
+
+/* The first channel's halves are both up: start the others, all at once.
+ * Opening them blocks the main loop for the round trips of one channel;
+ * the first relay's data waits in libssh meanwhile. */
 static void
 start_rest (struct remote_copy *rc)
 {
+  size_t n = rc->n - 1, failed = 0;
+  g_autofree const char **commands = g_new (const char *, n);
+  g_autofree const char **labels = g_new (const char *, n);
+  g_autofree struct endpoint **channels = g_new (struct endpoint *, n);
+  g_autoptr (GError) error = NULL;
+  bool ok;
+
   rc->all_started = true;
-  for (unsigned i = 1; i < rc->n && !rc->failed; i++) {
-    g_autoptr (GError) error = NULL;
-    if (!start_channel (rc, &rc->ch[i], &error)) {
-      rc->error = g_steal_pointer (&error);
-      rc->failed = &rc->ch[i];
-      for (unsigned j = 0; j < rc->n; j++)
-        abort_channel (&rc->ch[j]);
-    }
+  for (size_t i = 0; i < n; i++) {
+    struct remote_channel *c = &rc->ch[i + 1];
+    name_channel (rc, c);
+    commands[i] = c->command;
+    labels[i] = c->who;
+  }
+  ok = endpoint_ssh_exec_many (rc->conn, n, commands, labels, channels, &failed, &error);
+  for (size_t i = 0; ok && i < n; i++)
+    rc->ch[i + 1].channel = channels[i];
+  for (size_t i = 0; ok && i < n; i++)
+    if (!run_channel (rc, &rc->ch[i + 1], &error))
+      ok = false, failed = i;
+  if (!ok) {
+    rc->error = g_steal_pointer (&error);
+    rc->failed = &rc->ch[failed + 1];
+    for (unsigned j = 0; j < rc->n; j++)
+      abort_channel (&rc->ch[j]);
   }
   /* The channels hold their references on the session from now on. */
   g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
