@@ -29,6 +29,7 @@
 
 #include "error.h"
 #include "message.h"
+#include "signal-watch.h"
 #include "ssh-session.h"
 
 /* The down rate the window is sized for: 8 MiB at 50 ms, where 1 MiB
@@ -406,6 +407,10 @@ step_batch (void *data)
   struct open_batch *b = data;
   bool waiting = false;
 
+  /* A stop signal gives up the wait (the main loop, blocked meanwhile,
+   * then delivers it): a link that stalls here would hold it for ever. */
+  if (signal_watch_stop_pending ())
+    return SSH_ERROR;
   for (size_t j = 0; j < b->n; j++) {
     if (b->rc[j] == SSH_AGAIN)
       b->rc[j] = b->step (&b->p[j]);
@@ -451,7 +456,8 @@ open_channels (struct ferry_ssh_conn *conn, struct open_step *p, size_t n,
     return true;
   for (*failed = 0; *failed < n - 1 && rc[*failed] == SSH_OK; (*failed)++)
     ;
-  *why = g_strdup (result == SSH_AGAIN ? "timed out" : ssh_get_error (s));
+  *why = g_strdup (result == SSH_AGAIN ? "timed out"
+                   : signal_watch_stop_pending () ? "stopped by a signal" : ssh_get_error (s));
 fail:
   for (size_t j = 0; j < opened; j++)
     ssh_channel_free (p[j].channel);

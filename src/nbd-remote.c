@@ -813,7 +813,12 @@ start_rest (struct remote_copy *rc)
   for (size_t i = 0; ok && i < n; i++)
     if (!run_channel (rc, &rc->ch[i + 1], &error))
       ok = false, failed = i;
-  if (!ok) {
+  if (!ok && signal_watch_stop_pending ()) {
+    /* Stopped while they opened: the main loop passes the stop on to the
+     * first channel's halves; the others never ran. */
+    for (unsigned j = 1; j < rc->n; j++)
+      abort_channel (&rc->ch[j]);
+  } else if (!ok) {
     rc->error = g_steal_pointer (&error);
     rc->failed = &rc->ch[failed + 1];
     for (unsigned j = 0; j < rc->n; j++)
