@@ -58,6 +58,11 @@
 #define REMOTE_CODE_OFFSET (FERRY_EXIT_REMOTE_NBD - FERRY_EXIT_NBD)
 /* After a cut, how long the local half may take to end before SIGKILL. */
 #define CUT_GRACE_SECONDS 1
+/* A half's report on its control socket: the range it did, with a digest
+ * per block; the controller grants ranges of NBD_RANGE_SIZE (64 KiB of
+ * digests, well inside a socket's default send buffer). */
+#define REPORT_ROOM (sizeof (struct nbd_range_report) + \
+                     NBD_RANGE_SIZE / STREAM_BLOCK_SIZE * STREAM_DIGEST_SIZE)
 /* Ranges done ahead of the first one still in progress, whose block
  * digests wait here to be folded into the image digest in offset order:
  * at most this many (64 KiB of digests each, so 4 MiB); a half that asks
@@ -520,9 +525,7 @@ static gboolean
 on_control (gint fd, GIOCondition condition, gpointer data)
 {
   struct remote_channel *c = data;
-  size_t room = sizeof (struct nbd_range_report) +
-                NBD_RANGE_MAX / STREAM_BLOCK_SIZE * STREAM_DIGEST_SIZE;
-  ssize_t n = recv (fd, c->rc->packet, room, MSG_DONTWAIT);
+  ssize_t n = recv (fd, c->rc->packet, REPORT_ROOM, MSG_DONTWAIT);
 
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
     return G_SOURCE_CONTINUE;
@@ -997,8 +1000,12 @@ copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
     return code;
   complete = rc->size_known && rc->composed == rc->n_ranges;
   if (code == FERRY_EXIT_OK && !complete) {
-    ferry_error ("%s: the streams ended with %" PRIu64 " of %" PRIu64 " ranges copied",
-                 rc->ch[0].channel_name, rc->composed, rc->n_ranges);
+    /* The ranges done are the composed ones and those held ahead; the
+     * first missing one is the next to compose. */
+    ferry_error ("%s: the streams ended with %" PRIu64 " of %" PRIu64 " ranges copied "
+                 "(range %" PRIu64 ", at offset %" PRIu64 ", was not)",
+                 rc->ch[0].channel_name, rc->composed + g_hash_table_size (rc->ahead),
+                 rc->n_ranges, rc->composed, rc->composed * NBD_RANGE_SIZE);
     code = stop_code ? stop_code : FERRY_EXIT_STREAM;
   }
   if (o->verbose)
@@ -1043,8 +1050,7 @@ nbd_remote_main (const struct ferry_options *options)
   if (rc.ranged) {
     rc.ahead = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) g_bytes_unref);
     rc.image = g_checksum_new (G_CHECKSUM_SHA256);
-    rc.packet = g_malloc (sizeof (struct nbd_range_report) +
-                          NBD_RANGE_MAX / STREAM_BLOCK_SIZE * STREAM_DIGEST_SIZE);
+    rc.packet = g_malloc (REPORT_ROOM);
   }
   signals = signal_watch_new (on_signal, &rc);
   if (!relay_copy (options, address, &rc, &error)) {
