@@ -19,7 +19,10 @@ typedef void (*signal_watch_fn) (int signum, void *data);
 
 struct signal_watch;
 
-/* Catch SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGUSR1 from now on. */
+/* Catch SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGUSR1 from now on.  A
+ * stop signal that was ignored when ferry started (nohup, a non-interactive
+ * shell's background job) is left ignored: the first call in the process
+ * remembers which were. */
 struct signal_watch *signal_watch_new (signal_watch_fn callback, void *data);
 
 /* Stop calling back; the signals are ignored from then on (ferry is

@@ -18,8 +18,8 @@ slow_remote_copy_setup
 host=root@127.0.0.1:$SSHD_PORT
 
 # Start a copy (up or down, extra options after) in the background, with
-# the signals in $ignored (if any) ignored from the start, and wait until
-# it runs: PID in $pid, stderr in $T/WAY.err.
+# SIGINT and SIGQUIT not ignored ($DFL), and wait until it runs: PID in
+# $pid, stderr in $T/WAY.err.
 start_copy () {  # WAY [OPTIONS...]
     local way=$1 args; shift
     rm -f "$T/remote.pid"
@@ -28,13 +28,9 @@ start_copy () {  # WAY [OPTIONS...]
     else
         args=(--nbd-receive="$(uri dst)" --remote-nbd-send="$(uri src)")
     fi
-    (
-        # shellcheck disable=SC2086
-        [ -z "${ignored:-}" ] || trap '' $ignored
-        exec env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" --remote-helper="$T/helper" --streams=1 \
-            "${args[@]}" --request-size=256K --in-flight=256K "$@" \
-            "$(ssh_base)?keyfile=$SSH_KEY" 2> "$T/$way.err"
-    ) &
+    $DFL HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" --remote-helper="$T/helper" --streams=1 \
+        "${args[@]}" --request-size=256K --in-flight=256K "$@" \
+        "$(ssh_base)?keyfile=$SSH_KEY" 2> "$T/$way.err" &
     pid=$!
     wait_until 20 test -s "$T/remote.pid"
     sleep 0.5
@@ -69,10 +65,7 @@ for way in up down; do
 done
 
 # The cuts, with a local half that cannot end by itself: it is stopped
-# (SIGSTOP); the ferry command starts with TERM and HUP ignored, so that a
-# passed-on signal cannot kill the half before its stream mode catches
-# them.  A second signal, then --drain-timeout.
-ignored="TERM HUP"
+# (SIGSTOP).  A second signal, then --drain-timeout.
 way=up
 start_copy $way
 kill -STOP "$(pgrep -P "$pid")"
