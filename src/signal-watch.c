@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,7 +15,8 @@
 static const int watched[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 };
 
 /* Which of watched[] were ignored when ferry started, as the first
- * signal_watch_new found them (signal_watch_free ignores them all later). */
+ * signal_watch_new or signal_watch_block found them (signal_watch_free
+ * ignores them all later). */
 static bool ignored_at_start[G_N_ELEMENTS (watched)];
 static bool start_dispositions_known;
 
@@ -100,10 +102,19 @@ set_action (void (*handler) (int))
       sigaction (watched[i], &sa, NULL);
 }
 
+static void
+watched_set (sigset_t *set)
+{
+  sigemptyset (set);
+  for (size_t i = 0; i < G_N_ELEMENTS (watched); i++)
+    sigaddset (set, watched[i]);
+}
+
 struct signal_watch *
 signal_watch_new (signal_watch_fn callback, void *data)
 {
   struct signal_watch *w = g_new0 (struct signal_watch, 1);
+  sigset_t set;
   int fds[2];
 
   g_assert (signal_pipe_wfd < 0);
@@ -117,6 +128,10 @@ signal_watch_new (signal_watch_fn callback, void *data)
   w->source_id = g_unix_fd_add (w->rfd, G_IO_IN, on_signal_pipe, w);
   remember_start_dispositions ();
   set_action (on_signal);
+  /* A process forked with them blocked (signal_watch_block): now that the
+   * handler is in place, the ones that came meanwhile reach it. */
+  watched_set (&set);
+  pthread_sigmask (SIG_UNBLOCK, &set, NULL);
   return w;
 }
 
@@ -131,6 +146,16 @@ signal_watch_free (struct signal_watch *w)
   close (signal_pipe_wfd);
   signal_pipe_wfd = -1;
   g_free (w);
+}
+
+void
+signal_watch_block (sigset_t *old)
+{
+  sigset_t set;
+
+  remember_start_dispositions ();
+  watched_set (&set);
+  pthread_sigmask (SIG_BLOCK, &set, old);
 }
 
 void
