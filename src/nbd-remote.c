@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -894,6 +895,11 @@ start_children (const struct nbd_stream_options *o, struct remote_copy *rc, int 
       setsockopt (f[k], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
     }
   }
+  /* A stop signal passed on before a child's handlers are in place waits
+   * for them (its stream mode's signal_watch_new unblocks it), instead of
+   * killing the child by its default action. */
+  sigset_t parent_mask;
+  signal_watch_block (&parent_mask);
   for (unsigned i = 0; i < rc->n; i++) {
     struct remote_channel *c = &rc->ch[i];
     pid_t child = fork ();
@@ -901,6 +907,7 @@ start_children (const struct nbd_stream_options *o, struct remote_copy *rc, int 
       ferry_error ("cannot start the local half: %s", g_strerror (errno));
       *exit_code = FERRY_EXIT_FAILURE;
       /* The children so far see their pipes close, and end. */
+      pthread_sigmask (SIG_SETMASK, &parent_mask, NULL);
       g_free (fds);
       return false;
     }
@@ -919,6 +926,7 @@ start_children (const struct nbd_stream_options *o, struct remote_copy *rc, int 
     }
     c->child = child;
   }
+  pthread_sigmask (SIG_SETMASK, &parent_mask, NULL);
   for (unsigned i = 0; i < rc->n; i++) {
     struct remote_channel *c = &rc->ch[i];
     close (fds[i][1]);

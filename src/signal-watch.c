@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +13,12 @@
 #include <glib-unix.h>
 
 static const int watched[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 };
+
+/* Which of watched[] were ignored when ferry started, as the first
+ * signal_watch_new or signal_watch_block found them (signal_watch_free
+ * ignores them all later). */
+static bool ignored_at_start[G_N_ELEMENTS (watched)];
+static bool start_dispositions_known;
 
 /* The pipe's write end, for the handler; one watch per process. */
 static int signal_pipe_wfd = -1;
@@ -68,19 +75,46 @@ on_signal_pipe (int fd, GIOCondition condition, gpointer data)
 }
 
 static void
+remember_start_dispositions (void)
+{
+  struct sigaction old;
+
+  if (start_dispositions_known)
+    return;
+  start_dispositions_known = true;
+  /* SIGUSR1 never stops ferry, so it is caught even then (as GNU dd
+   * catches it): whoever ignored it meant ferry not to die of it. */
+  for (size_t i = 0; i < G_N_ELEMENTS (watched); i++)
+    ignored_at_start[i] = watched[i] != SIGUSR1 && sigaction (watched[i], NULL, &old) == 0 &&
+                          old.sa_handler == SIG_IGN;
+}
+
+/* @handler for the watched signals, except a stop signal that was ignored
+ * when ferry started (nohup, a shell's background job): it stays ignored. */
+static void
 set_action (void (*handler) (int))
 {
   struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESTART };
 
   sigemptyset (&sa.sa_mask);
   for (size_t i = 0; i < G_N_ELEMENTS (watched); i++)
-    sigaction (watched[i], &sa, NULL);
+    if (!ignored_at_start[i])
+      sigaction (watched[i], &sa, NULL);
+}
+
+static void
+watched_set (sigset_t *set)
+{
+  sigemptyset (set);
+  for (size_t i = 0; i < G_N_ELEMENTS (watched); i++)
+    sigaddset (set, watched[i]);
 }
 
 struct signal_watch *
 signal_watch_new (signal_watch_fn callback, void *data)
 {
   struct signal_watch *w = g_new0 (struct signal_watch, 1);
+  sigset_t set;
   int fds[2];
 
   g_assert (signal_pipe_wfd < 0);
@@ -92,7 +126,12 @@ signal_watch_new (signal_watch_fn callback, void *data)
   w->callback = callback;
   w->data = data;
   w->source_id = g_unix_fd_add (w->rfd, G_IO_IN, on_signal_pipe, w);
+  remember_start_dispositions ();
   set_action (on_signal);
+  /* A process forked with them blocked (signal_watch_block): now that the
+   * handler is in place, the ones that came meanwhile reach it. */
+  watched_set (&set);
+  pthread_sigmask (SIG_UNBLOCK, &set, NULL);
   return w;
 }
 
@@ -107,6 +146,16 @@ signal_watch_free (struct signal_watch *w)
   close (signal_pipe_wfd);
   signal_pipe_wfd = -1;
   g_free (w);
+}
+
+void
+signal_watch_block (sigset_t *old)
+{
+  sigset_t set;
+
+  remember_start_dispositions ();
+  watched_set (&set);
+  pthread_sigmask (SIG_BLOCK, &set, old);
 }
 
 void

@@ -10,6 +10,7 @@
 #ifndef FERRY_SIGNAL_WATCH_H
 #define FERRY_SIGNAL_WATCH_H
 
+#include <signal.h>
 #include <stdbool.h>
 
 #include <glib.h>
@@ -19,8 +20,16 @@ typedef void (*signal_watch_fn) (int signum, void *data);
 
 struct signal_watch;
 
-/* Catch SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGUSR1 from now on. */
+/* Catch SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGUSR1 from now on, and
+ * unblock them.  A stop signal that was ignored when ferry started (nohup,
+ * a non-interactive shell's background job) is left ignored: the first
+ * call in the process, or signal_watch_block, remembers which were. */
 struct signal_watch *signal_watch_new (signal_watch_fn callback, void *data);
+
+/* Block the signals that signal_watch_new catches, the old mask in @old:
+ * around a fork, so that the child is not killed by a signal's default
+ * action before its own signal_watch_new, which unblocks them. */
+void signal_watch_block (sigset_t *old);
 
 /* Stop calling back; the signals are ignored from then on (ferry is
  * exiting with a code already decided). */

@@ -88,6 +88,11 @@ need () { for t in "$@"; do command -v "$t" >/dev/null 2>&1 || skip "$t is not i
 # Start a command in the background and remember its PID for cleanup.
 # The PID is left in $LAST_PID.
 bg () { "$@" & track $!; }
+# A background job of this non-interactive shell starts with SIGINT and
+# SIGQUIT ignored (POSIX), and ferry leaves a stop signal that was ignored
+# when it started alone (README, Signals): a test that sends them starts its
+# ferry as `$DFL "$FERRY" ... &` (env execs it: $! is ferry's PID).
+DFL="env --default-signal=INT,QUIT"
 # Remember a background job started directly, as in `CMD <fifo >out & track $!`
 # (redirections to a FIFO must be done by the job: on `bg` the shell would
 # open them itself and block).

@@ -18,9 +18,8 @@ slow_remote_copy_setup
 host=root@127.0.0.1:$SSHD_PORT
 
 # Start a copy (up or down, extra options after) in the background, with
-# the signals in $ignored (if any) ignored from the start, and wait until
-# it runs: PID in $pid, stderr in $T/WAY.err.
-start_copy () {  # WAY [OPTIONS...]
+# SIGINT and SIGQUIT not ignored ($DFL): PID in $pid, stderr in $T/WAY.err.
+launch_copy () {  # WAY [OPTIONS...]
     local way=$1 args; shift
     rm -f "$T/remote.pid"
     if [ "$way" = up ]; then
@@ -28,16 +27,27 @@ start_copy () {  # WAY [OPTIONS...]
     else
         args=(--nbd-receive="$(uri dst)" --remote-nbd-send="$(uri src)")
     fi
-    (
-        # shellcheck disable=SC2086
-        [ -z "${ignored:-}" ] || trap '' $ignored
-        exec env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" --remote-helper="$T/helper" --streams=1 \
-            "${args[@]}" --request-size=256K --in-flight=256K "$@" \
-            "$(ssh_base)?keyfile=$SSH_KEY" 2> "$T/$way.err"
-    ) &
+    $DFL HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" --remote-helper="$T/helper" --streams=1 \
+        "${args[@]}" --request-size=256K --in-flight=256K "$@" \
+        "$(ssh_base)?keyfile=$SSH_KEY" 2> "$T/$way.err" &
     pid=$!
+}
+
+# launch_copy, and wait until the copy runs.
+start_copy () {  # WAY [OPTIONS...]
+    launch_copy "$@"
     wait_until 20 test -s "$T/remote.pid"
     sleep 0.5
+}
+
+# Whether the process's /proc mask FIELD (SigBlk, SigCgt, SigIgn) holds
+# all the stop signals.
+stop_signals_in () {  # PID FIELD
+    local mask sig
+    mask=$(awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status")
+    for sig in TERM INT HUP QUIT; do
+        (( (16#$mask >> ($(kill -l $sig) - 1)) & 1 )) || return 1
+    done
 }
 
 # Wait for it: exit code RC within SECS, then nothing of it is left.
@@ -55,6 +65,9 @@ expect_end () {  # WHAT RC SECS
 
 for way in up down; do
     start_copy $way
+    half=$(pgrep -P "$pid")
+    stop_signals_in "$half" SigCgt || fail "$way: the running local half does not catch the stop signals"
+    ! stop_signals_in "$half" SigBlk || fail "$way: the running local half blocks the stop signals"
     kill -TERM "$pid"
     expect_end "$way, SIGTERM" 143 5
     # The local half is the stream mode, which stops as its own signal
@@ -68,11 +81,20 @@ for way in up down; do
     assert_contains "$T/$way.err" "ferry: $host: " "$way: a line from the remote side"
 done
 
+# A SIGTERM as the copy starts, when the local half may have its go but
+# not its handlers yet (it starts with the stop signals blocked until
+# then): 143, and the half is never killed by the signal passed on.
+for i in 1 2 3 4 5 6; do
+    way=up; [ $((i % 2)) = 0 ] && way=down
+    launch_copy $way
+    for _ in $(seq 2000); do [ -s "$T/remote.pid" ] && break; sleep 0.01; done
+    kill -TERM "$pid"
+    expect_end "$way, SIGTERM as it starts ($i)" 143 5
+    ! grep -F 'killed by' "$T/$way.err" || fail "$way, SIGTERM as it starts ($i): a half was killed"
+done
+
 # The cuts, with a local half that cannot end by itself: it is stopped
-# (SIGSTOP); the ferry command starts with TERM and HUP ignored, so that a
-# passed-on signal cannot kill the half before its stream mode catches
-# them.  A second signal, then --drain-timeout.
-ignored="TERM HUP"
+# (SIGSTOP).  A second signal, then --drain-timeout.
 way=up
 start_copy $way
 kill -STOP "$(pgrep -P "$pid")"
@@ -102,6 +124,9 @@ address="ssh://root@127.0.0.1:$port?keyfile=$SSH_KEY"
 "$FERRY" --streams=1 --nbd-send="$(uri src)" --remote-nbd-receive="$(uri dst)" "$address" 2> "$T/mute.err" &
 pid=$!
 sleep 1
+# Until its go, and its stream mode's handlers, the local half blocks them.
+stop_signals_in "$(pgrep -P "$pid")" SigBlk || fail "the local half waiting for its go does not block the stop signals"
+! stop_signals_in "$pid" SigBlk || fail "ferry blocks the stop signals after the fork"
 kill -TERM "$pid"
 rc=0
 wait_exit 3 "$pid" || rc=$?

@@ -30,7 +30,7 @@ feed () {  # DST BYTES
     mkfifo "$T/fifo"
     sh -c 'head -c "$1" "$2"; exec sleep 60' sh "$2" "$T/s.stream" > "$T/fifo" & track $!
     writer=$!
-    "$FERRY" --nbd-receive="$(uri "$1")" < "$T/fifo" 2> "$T/err" & track $!
+    $DFL "$FERRY" --nbd-receive="$(uri "$1")" < "$T/fifo" 2> "$T/err" & track $!
     receiver=$!
     wait_until 10 catches_signals "$receiver"
     wait_until 10 has_read "$receiver" "$2"

@@ -22,7 +22,7 @@ serve ref pattern size=$size
 nbdcopy "$(uri ref)" "$T/src.raw"
 
 start_sender () {  # SRC [MODE]: --nbd-send to $T/s.stream, or MODE (--nbd-digest)
-    "$FERRY" "${2:---nbd-send}=$(uri "$1")" > "$T/s.stream" 2> "$T/err" & track $!
+    $DFL "$FERRY" "${2:---nbd-send}=$(uri "$1")" > "$T/s.stream" 2> "$T/err" & track $!
     sender=$!
     wait_until 10 catches_signals "$sender"
 }

@@ -23,7 +23,7 @@ for sig in INT TERM HUP QUIT; do
     "$FERRY" -l "unix:$T/s.sock" < "$T/in" > /dev/null & track $!
     server=$LAST_PID
     wait_for_socket "$T/s.sock"
-    "$FERRY" "unix:$T/s.sock" < "$T/in" > /dev/null 2> "$T/err" & track $!
+    $DFL "$FERRY" "unix:$T/s.sock" < "$T/in" > /dev/null 2> "$T/err" & track $!
     client=$LAST_PID
     wait_until 10 has_sockets "$client" 1   # connected: its handlers are set
     for s in "$sig" USR1; do catches "$client" "$(kill -l "$s")"; done
@@ -35,7 +35,7 @@ for sig in INT TERM HUP QUIT; do
     rc=0; wait_exit 10 "$server" || rc=$?
     assert_eq 0 "$rc" "listener's exit code after its client was stopped"
 
-    "$FERRY" -l "unix:$T/s.sock" < "$T/in" > /dev/null 2> "$T/err" & track $!
+    $DFL "$FERRY" -l "unix:$T/s.sock" < "$T/in" > /dev/null 2> "$T/err" & track $!
     server=$LAST_PID
     wait_for_socket "$T/s.sock"
     catches "$server" "$(kill -l "$sig")"
