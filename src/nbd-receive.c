@@ -356,8 +356,9 @@ start_dest_digests (struct receiver *r)
   GError *error = NULL;
 
   nbd_block_digests_free (r->dest);
-  r->dest = nbd_block_digests_start (&r->export, r->range.offset, r->range.length,
-                                     r->options->in_flight, on_dest_digests, r, &error);
+  r->dest = nbd_block_digests_start (&r->export, r->size, r->range.offset,
+                                     r->range.length, r->options->in_flight,
+                                     on_dest_digests, r, &error);
   if (r->dest)
     r->dest_pending = true;
   else
