@@ -8,7 +8,8 @@
 # END with a digest, and one without --ranged refuses version 2.  With --delta, a sender refuses
 # DEST's digests of the wrong length, and a receiver a SAME record past
 # its range, and one without --delta a delta stream; a range of SAME
-# records is applied (nothing written) and answered with DEST's digests.
+# records is applied (nothing written) and answered with DEST's digests,
+# and fails the range's digest where DEST does not hold it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 PEER=$FERRY_SOURCE_ROOT/tests/nbd-stream-ranged-peer.py
@@ -55,3 +56,13 @@ assert_eq $((24 + 2 * (24 + 64 + 4))) "$(stat -c %s "$T/answer")" "delta-good: t
 assert_eq "$(tail -c 68 "$T/answer" | od -An -tx1)" \
     "$(head -c $((24 + 24 + 68)) "$T/answer" | tail -c 68 | od -An -tx1)" "delta-good: DEST's digests applied"
 nbdcopy "$(uri dst)" - | cmp - "$T/before.raw" || fail "delta-good: DEST changed"
+# A forged sender's SAME records for a DST that does not hold the range:
+# the range's digest (DEST's digests of its blocks) is not RANGE_END's.
+serve fresh memory size=8M
+rc=0
+python3 "$PEER" stream delta-good 8388608 |
+    within 60 "$FERRY" --nbd-receive="$(uri fresh)" --ranged --delta > "$T/answer" 2> "$T/recv.err" || rc=$?
+cat "$T/recv.err" >&2
+assert_eq 22 "$rc" "delta-good into a DST that differs: exit code"
+assert_contains "$T/recv.err" "ferry: range 0 (offset 0, 131072 bytes): digest mismatch: its RANGE_END says " \
+    "delta-good into a DST that differs: message"
