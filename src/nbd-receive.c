@@ -490,6 +490,13 @@ check_header (struct receiver *r)
     }
     return ask_range (r, NULL);
   }
+  if (h->flags & STREAM_FLAG_DELTA) {
+    /* SAME takes DEST's digests, which only a range computes. */
+    set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "a delta stream of version "
+                                 "1: ferry applies a delta only in the ranged stream of "
+                                 "--streams (version 2)"));
+    return false;
+  }
   r->hashing = (h->flags & STREAM_FLAG_DIGEST) && !r->options->no_verify;
   if (r->hashing && !blkhash_init (&r->hash, h->size, h->block_size)) {
     set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_FAILURE,

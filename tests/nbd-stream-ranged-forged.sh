@@ -7,7 +7,7 @@
 # of order in a range, a RANGE_END digest that is not its data's and an
 # END with a digest, and one without --ranged refuses version 2.  With --delta, a sender refuses
 # DEST's digests of the wrong length, and a receiver a SAME record past
-# its range, and one without --delta a delta stream; a range of SAME
+# its range and a version 1 delta, and one without --delta a delta stream; a range of SAME
 # records is applied (nothing written) and answered with DEST's digests,
 # and fails the range's digest where DEST does not hold it.
 . "$(dirname "$0")/lib.sh"
@@ -47,6 +47,8 @@ stream_case good 21 "unsupported stream version 2 (this ferry reads 1; version 2
 stream_case good 0 "" --ranged
 assert_eq $((24 + 24 + 64 + 4)) "$(stat -c %s "$T/answer")" "good: READY and the DIGESTS answer"
 stream_case delta-good 21 "a delta stream (flag DELTA), which this reader was not asked to apply" --ranged
+# A version 1 delta (SAME outside any range) crashed a --ranged --delta receiver.
+stream_case delta-v1 21 "ferry: a delta stream of version 1: ferry applies a delta only in the ranged stream" --ranged --delta
 stream_case delta-outside 21 "record [0, +196608) outside the export of 131072 bytes" --ranged --delta
 # DST holds the good case's range: SAME records leave it.
 nbdcopy "$(uri dst)" "$T/before.raw"

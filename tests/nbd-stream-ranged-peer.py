@@ -18,7 +18,8 @@ section 8), to check that each side validates what the other claims.
                       digest), good (a valid one);
                       delta streams (the DELTA flag): delta-outside (a SAME
                       record past the range), delta-good (a range of SAME
-                      only, for a destination that holds good's data)
+                      only, for a destination that holds good's data),
+                      delta-v1 (a version 1 stream with DELTA and a SAME)
   remote-sender CASE SIZE   play a remote ferry --nbd-send=SRC --ranged of
                       an export of SIZE bytes on stdin and stdout: early-end
                       (END in answer to the first REQUEST, for a range)
@@ -123,6 +124,10 @@ def forged_stream(case, size):
     length = 2 * BLOCK
     data = bytes(range(256)) * (length // 256)
     digest = hashlib.sha256(b"".join(block_digests(data)) + length.to_bytes(8, "little")).digest()
+    if case == "delta-v1":
+        s = header(size, version=1, flags=DIGEST_FLAG | DELTA_FLAG) + record(SAME, 0, BLOCK)
+        sys.stdout.buffer.write(s)
+        return 0
     if case.startswith("delta-"):
         s = header(size, flags=DIGEST_FLAG | DELTA_FLAG) + record(RANGE, 0, length)
         if case == "delta-outside":
