@@ -10,6 +10,8 @@ section 8), to check that each side validates what the other claims.
                       outside (a request past the export's end),
                       delta-short (with --delta: DEST's digests of one
                       block fewer than the range has),
+                      delta-stop (with --delta: SIGTERM while the sender
+                      waits for DEST's digests; nothing more may come),
                       stop (SIGTERM while the sender waits for the answer)
   stream CASE SIZE    write a forged ranged stream for an export of SIZE
                       bytes to stdout: order (a DATA record that skips the
@@ -28,6 +30,7 @@ import hashlib
 import signal
 import struct
 import subprocess
+import time
 import sys
 
 BLOCK = 65536
@@ -106,6 +109,14 @@ def sender_peer(case, argv):
         answer = b"".join(digests)
         into.write(record(DIGESTS, 0, len(answer)) + answer + struct.pack(">I", crc32c(answer)))
         into.flush()
+    elif case == "delta-stop":
+        kind, offset, length = struct.unpack(">IQQ", read_exact(out, 24)[:20])
+        assert kind == RANGE, kind
+        time.sleep(0.5)     # ferry waits for DEST's digests
+        ferry.send_signal(signal.SIGTERM)
+        rest = out.read()
+        assert rest == b"", "%d bytes after the RANGE record" % len(rest)
+        return ferry.wait(timeout=10)
     elif case == "delta-short":
         kind, offset, length = struct.unpack(">IQQ", read_exact(out, 24)[:20])
         assert kind == RANGE, kind
