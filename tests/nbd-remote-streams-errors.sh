@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # --streams=4 when things go wrong: one remote ferry SIGKILLed mid-copy,
 # each way (the local ferry exits within seconds with 24 and a line naming
-# the host and the stream, and leaves no local half behind; --delta with --destination-is-zero is refused, a --delta
+# the host and the stream, and leaves no local half behind; a --delta
 # re-run then completes the copy); a missing
-# remote export (30, one line, not one per stream); usage errors (2).
+# remote export (30, one line, not one per stream); usage errors (2; among them --delta with
+# --destination-is-zero).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
