@@ -199,18 +199,18 @@ pump (gpointer data)
 }
 
 struct nbd_block_digests *
-nbd_block_digests_start (struct nbd_export *e, uint64_t offset, uint64_t length,
-                         uint64_t in_flight, nbd_block_digests_fn done, void *data,
-                         GError **error)
+nbd_block_digests_start (struct nbd_export *e, uint64_t image_size, uint64_t offset,
+                         uint64_t length, uint64_t in_flight, nbd_block_digests_fn done,
+                         void *data, GError **error)
 {
   struct nbd_block_digests *d;
 
-  if (offset > e->size || length > e->size - offset || offset % B ||
-      (length % B && offset + length != e->size)) {
+  if (image_size > e->size || offset > image_size || length > image_size - offset ||
+      offset % B || (length % B && offset + length != image_size)) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_STREAM,
                  "%s: the range [%" PRIu64 ", +%" PRIu64 ") is not whole %u-byte blocks "
-                 "inside the export of %" PRIu64 " bytes", e->name, offset, length, B,
-                 e->size);
+                 "inside the image of %" PRIu64 " bytes", e->name, offset, length, B,
+                 image_size);
     return NULL;
   }
   d = g_new0 (struct nbd_block_digests, 1);
@@ -224,7 +224,7 @@ nbd_block_digests_start (struct nbd_export *e, uint64_t offset, uint64_t length,
   d->done = done;
   d->data = data;
   g_queue_init (&d->queue);
-  if (!blkhash_init (&d->hash, e->size, B)) {
+  if (!blkhash_init (&d->hash, image_size, B)) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_FAILURE, "cannot set up SHA-256 (libcrypto)");
     g_free (d->digests);
     g_free (d);
@@ -280,7 +280,7 @@ nbd_block_digests_test_main (const struct nbd_stream_options *options, const cha
   }
   e.kicked = &kicked;
   if (nbd_export_open (&e, options, options->digest, false, &error))
-    d = nbd_block_digests_start (&e, offset, length, options->in_flight, on_test_digests,
+    d = nbd_block_digests_start (&e, e.size, offset, length, options->in_flight, on_test_digests,
                                  loop, &error);
   if (d) {
     /* A connection lost wakes the computation. */

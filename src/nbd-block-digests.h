@@ -53,12 +53,15 @@ struct nbd_block_digests {
   void *data;
 };
 
-/* Start computing the digests of [@offset, @offset + @length) of @e, which
- * must be on block boundaries (the end may be the export's end) and inside
- * the export, with at most @in_flight bytes of reads held.  NULL with
- * @error if the range is not.  @done comes later, never from here. */
-struct nbd_block_digests *nbd_block_digests_start (struct nbd_export *e, uint64_t offset,
-                                                   uint64_t length, uint64_t in_flight,
+/* Start computing the digests of [@offset, @offset + @length) of @e, as
+ * blocks of an image of @image_size bytes (the stream's; at most the
+ * export's, which may be larger): the range must be on block boundaries
+ * (the end may be the image's end) and inside the image, with at most
+ * @in_flight bytes of reads held.  NULL with @error if the range is not.
+ * @done comes later, never from here. */
+struct nbd_block_digests *nbd_block_digests_start (struct nbd_export *e, uint64_t image_size,
+                                                   uint64_t offset, uint64_t length,
+                                                   uint64_t in_flight,
                                                    nbd_block_digests_fn done, void *data,
                                                    GError **error);
 /* Free @d: once @done was called (see there), or, to give up before,

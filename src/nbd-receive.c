@@ -356,8 +356,9 @@ start_dest_digests (struct receiver *r)
   GError *error = NULL;
 
   nbd_block_digests_free (r->dest);
-  r->dest = nbd_block_digests_start (&r->export, r->range.offset, r->range.length,
-                                     r->options->in_flight, on_dest_digests, r, &error);
+  r->dest = nbd_block_digests_start (&r->export, r->size, r->range.offset,
+                                     r->range.length, r->options->in_flight,
+                                     on_dest_digests, r, &error);
   if (r->dest)
     r->dest_pending = true;
   else
@@ -488,6 +489,13 @@ check_header (struct receiver *r)
       return false;
     }
     return ask_range (r, NULL);
+  }
+  if (h->flags & STREAM_FLAG_DELTA) {
+    /* SAME takes DEST's digests, which only a range computes. */
+    set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "a delta stream of version "
+                                 "1: ferry applies a delta only in the ranged stream of "
+                                 "--streams (version 2)"));
+    return false;
   }
   r->hashing = (h->flags & STREAM_FLAG_DIGEST) && !r->options->no_verify;
   if (r->hashing && !blkhash_init (&r->hash, h->size, h->block_size)) {

@@ -304,8 +304,10 @@ take_ahead (struct sender *s)
 
 /* --delta, once @r is hashed: its blocks whose digest is DEST's become
  * SAME, and its records are encoded.  The range's DEST digests are read
- * first (blocking: the RANGE record went before). */
-static void
+ * first (blocking: the RANGE record went before); false if they did not
+ * come (a failure, or a stop signal, which leaves s->error unset), and
+ * then nothing of @r may be written: its records are not encoded. */
+static bool
 compare_request (struct sender *s, struct request *r)
 {
   struct segment *taken = r->segments;
@@ -315,7 +317,7 @@ compare_request (struct sender *s, struct request *r)
   if (!s->have_dest_digests &&
       !nbd_range_read_digests (s->in, &s->range, s->dest_digests, &error)) {
     set_failure (s, error);
-    return;
+    return false;
   }
   s->have_dest_digests = true;
   r->segments = g_new (struct segment, (r->length + B - 1) / B);
@@ -337,6 +339,7 @@ compare_request (struct sender *s, struct request *r)
   for (unsigned i = 0; i < r->n_segments; i++)
     encode_segment (s, &r->segments[i]);
   r->compared = true;
+  return true;
 }
 
 /* The iovecs for the rest of @r from its writer position. */
@@ -622,8 +625,7 @@ write_ready (struct sender *s)
     if (s->delta && !r->compared) {
       if (r->refs > 1)
         return true;
-      compare_request (s, r);
-      if (s->error)
+      if (!compare_request (s, r))
         return true;
     }
     int k = fill_iov (s, r, iov, G_N_ELEMENTS (iov));

@@ -85,6 +85,9 @@ nbd_stream_validate (const struct nbd_stream_options *o, GError **error)
                                       o->streams == 1 || o->no_verify))
     bad = "--delta goes with --remote-nbd-send or --remote-nbd-receive and --streams of 2 "
           "or more (the ranged stream carries the destination's digests)";
+  else if (o->delta && o->destination_is_zero)
+    bad = "--delta and --destination-is-zero exclude each other (a delta's destination holds "
+          "data, which ZERO records must overwrite)";
   else if (o->connections > NBD_STREAM_MAX_CONNECTIONS)
     bad = "--connections: expected 1 to 4";
   if (bad)

@@ -54,7 +54,7 @@ for range in 1:65536 0:65537 $((40 * M)):$((2 * 65536)) $((size + 65536)):0; do
     FERRY_TEST_BLOCK_DIGESTS=$range "$FERRY" --nbd-digest="$(uri pattern)" > /dev/null 2> "$T/err"
     rc=$?
     set -e
-    assert_ferry_error 21 "$rc" "$T/err" "is not whole 65536-byte blocks inside the export of $size bytes"
+    assert_ferry_error 21 "$rc" "$T/err" "is not whole 65536-byte blocks inside the image of $size bytes"
 done
 serve bad --filter=error pattern size=64M error-pread=EIO error-pread-rate=5%
 set +e

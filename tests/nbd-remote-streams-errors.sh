@@ -3,7 +3,8 @@
 # each way (the local ferry exits within seconds with 24 and a line naming
 # the host and the stream, and leaves no local half behind; a --delta
 # re-run then completes the copy); a missing
-# remote export (30, one line, not one per stream); usage errors (2).
+# remote export (30, one line, not one per stream); usage errors (2; among them --delta with
+# --destination-is-zero).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
@@ -29,6 +30,12 @@ for args in "--nbd-send=x --remote-nbd-receive=y --streams=1 ssh://h" "--nbd-sen
     # shellcheck disable=SC2086
     usage "--delta goes with --remote-nbd-send or --remote-nbd-receive and --streams of 2 or more (the ranged stream carries the destination's digests)" \
         --delta $args
+done
+# ZERO records would not be written over the destination's data (review h16q).
+for args in "--nbd-send=x --remote-nbd-receive=y ssh://h" "--nbd-receive=x --ranged"; do
+    # shellcheck disable=SC2086
+    usage "--delta and --destination-is-zero exclude each other (a delta's destination holds data, which ZERO records must overwrite)" \
+        --delta --destination-is-zero $args
 done
 
 # Three ranges in flight at once, each read slowly (100 ms a request of

@@ -7,8 +7,9 @@
 # of order in a range, a RANGE_END digest that is not its data's and an
 # END with a digest, and one without --ranged refuses version 2.  With --delta, a sender refuses
 # DEST's digests of the wrong length, and a receiver a SAME record past
-# its range, and one without --delta a delta stream; a range of SAME
-# records is applied (nothing written) and answered with DEST's digests.
+# its range and a version 1 delta, and one without --delta a delta stream; a range of SAME
+# records is applied (nothing written) and answered with DEST's digests,
+# and fails the range's digest where DEST does not hold it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 PEER=$FERRY_SOURCE_ROOT/tests/nbd-stream-ranged-peer.py
@@ -28,6 +29,8 @@ peer_case stop 143 "ferry: stopped by SIGTERM; the image was sent up to offset 1
 peer_case ready-length 21 "ferry: a READY at offset 0, length 1 on the stream's return direction: both must be 0"
 peer_case unaligned 21 "ferry: a request for the range [4096, +65536) of an export of 8388608 bytes: not inside it, not on 65536-byte blocks"
 peer_case outside 21 "ferry: a request for the range [8323072, +131072) of an export of 8388608 bytes: not inside it"
+# It wrote 4 MiB of records with unset headers after the stop (review h16q).
+peer_case delta-stop 143 "ferry: stopped by SIGTERM; the image was sent up to offset 0 (60 bytes written)" --delta
 peer_case delta-short 21 "ferry: digests for [0, 480 bytes of digests), expected the range at 0 (512)" --delta
 
 stream_case () {  # CASE RC TEXT [RECEIVE_OPTIONS...]
@@ -46,6 +49,8 @@ stream_case good 21 "unsupported stream version 2 (this ferry reads 1; version 2
 stream_case good 0 "" --ranged
 assert_eq $((24 + 24 + 64 + 4)) "$(stat -c %s "$T/answer")" "good: READY and the DIGESTS answer"
 stream_case delta-good 21 "a delta stream (flag DELTA), which this reader was not asked to apply" --ranged
+# A version 1 delta (SAME outside any range) crashed a --ranged --delta receiver.
+stream_case delta-v1 21 "ferry: a delta stream of version 1: ferry applies a delta only in the ranged stream" --ranged --delta
 stream_case delta-outside 21 "record [0, +196608) outside the export of 131072 bytes" --ranged --delta
 # DST holds the good case's range: SAME records leave it.
 nbdcopy "$(uri dst)" "$T/before.raw"
@@ -55,3 +60,13 @@ assert_eq $((24 + 2 * (24 + 64 + 4))) "$(stat -c %s "$T/answer")" "delta-good: t
 assert_eq "$(tail -c 68 "$T/answer" | od -An -tx1)" \
     "$(head -c $((24 + 24 + 68)) "$T/answer" | tail -c 68 | od -An -tx1)" "delta-good: DEST's digests applied"
 nbdcopy "$(uri dst)" - | cmp - "$T/before.raw" || fail "delta-good: DEST changed"
+# A forged sender's SAME records for a DST that does not hold the range:
+# the range's digest (DEST's digests of its blocks) is not RANGE_END's.
+serve fresh memory size=8M
+rc=0
+python3 "$PEER" stream delta-good 8388608 |
+    within 60 "$FERRY" --nbd-receive="$(uri fresh)" --ranged --delta > "$T/answer" 2> "$T/recv.err" || rc=$?
+cat "$T/recv.err" >&2
+assert_eq 22 "$rc" "delta-good into a DST that differs: exit code"
+assert_contains "$T/recv.err" "ferry: range 0 (offset 0, 131072 bytes): digest mismatch: its RANGE_END says " \
+    "delta-good into a DST that differs: message"

@@ -10,6 +10,8 @@ section 8), to check that each side validates what the other claims.
                       outside (a request past the export's end),
                       delta-short (with --delta: DEST's digests of one
                       block fewer than the range has),
+                      delta-stop (with --delta: SIGTERM while the sender
+                      waits for DEST's digests; nothing more may come),
                       stop (SIGTERM while the sender waits for the answer)
   stream CASE SIZE    write a forged ranged stream for an export of SIZE
                       bytes to stdout: order (a DATA record that skips the
@@ -18,7 +20,8 @@ section 8), to check that each side validates what the other claims.
                       digest), good (a valid one);
                       delta streams (the DELTA flag): delta-outside (a SAME
                       record past the range), delta-good (a range of SAME
-                      only, for a destination that holds good's data)
+                      only, for a destination that holds good's data),
+                      delta-v1 (a version 1 stream with DELTA and a SAME)
   remote-sender CASE SIZE   play a remote ferry --nbd-send=SRC --ranged of
                       an export of SIZE bytes on stdin and stdout: early-end
                       (END in answer to the first REQUEST, for a range)
@@ -27,6 +30,7 @@ import hashlib
 import signal
 import struct
 import subprocess
+import time
 import sys
 
 BLOCK = 65536
@@ -105,6 +109,14 @@ def sender_peer(case, argv):
         answer = b"".join(digests)
         into.write(record(DIGESTS, 0, len(answer)) + answer + struct.pack(">I", crc32c(answer)))
         into.flush()
+    elif case == "delta-stop":
+        kind, offset, length = struct.unpack(">IQQ", read_exact(out, 24)[:20])
+        assert kind == RANGE, kind
+        time.sleep(0.5)     # ferry waits for DEST's digests
+        ferry.send_signal(signal.SIGTERM)
+        rest = out.read()
+        assert rest == b"", "%d bytes after the RANGE record" % len(rest)
+        return ferry.wait(timeout=10)
     elif case == "delta-short":
         kind, offset, length = struct.unpack(">IQQ", read_exact(out, 24)[:20])
         assert kind == RANGE, kind
@@ -123,6 +135,10 @@ def forged_stream(case, size):
     length = 2 * BLOCK
     data = bytes(range(256)) * (length // 256)
     digest = hashlib.sha256(b"".join(block_digests(data)) + length.to_bytes(8, "little")).digest()
+    if case == "delta-v1":
+        s = header(size, version=1, flags=DIGEST_FLAG | DELTA_FLAG) + record(SAME, 0, BLOCK)
+        sys.stdout.buffer.write(s)
+        return 0
     if case.startswith("delta-"):
         s = header(size, flags=DIGEST_FLAG | DELTA_FLAG) + record(RANGE, 0, length)
         if case == "delta-outside":
