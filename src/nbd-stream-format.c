@@ -293,8 +293,6 @@ parse_image_record (struct stream_parser *p, struct stream_event *ev, uint32_t t
   p->have = 0;
   p->next_offset = offset + length;
   if (type == STREAM_SAME) {
-    p->same_records++;
-    p->same_bytes += length;
     ev->kind = STREAM_EVENT_SAME;
     ev->offset = offset;
     ev->length = length;

@@ -118,7 +118,6 @@ struct stream_parser {
   uint64_t range_end;         /* the open range's end */
   bool allow_delta;           /* set by the user before feeding: accept the
                                  DELTA flag (else refused like unknown flags) */
-  uint64_t same_records, same_bytes;   /* SAME records seen (not in END's counts) */
 };
 
 void stream_parser_init (struct stream_parser *p);
