@@ -7,8 +7,8 @@
 . "$(dirname "$0")/lib.sh"
 need cmp
 size=$((256 * 1024 * 1024))
-# 6 rounds in the plain build; 3 in the deferred-unref and sanitizer ones.
-rounds=${FERRY_BIDIR_ROUNDS:-$([ -n "${FERRY_TEST_PLAIN:-}" ] && echo 6 || echo 3)}
+# 6 rounds in the plain build; 2 in the deferred-unref and sanitizer ones.
+rounds=${FERRY_BIDIR_ROUNDS:-$([ -n "${FERRY_TEST_PLAIN:-}" ] && echo 6 || echo 2)}
 make_data data "$size"
 for family in unix tcp; do
     for round in $(seq "$rounds"); do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ferry -l -k A B with 16 concurrent clients, each sending and receiving its
-# own stream (64 MiB, or 16: below) at once.  Every stream arrives intact (sha256 of what
+# own stream (32 MiB, or 16: below) at once.  Every stream arrives intact (sha256 of what
 # each sender sent == sha256 of what some receiver got, all distinct), and
 # ferry's RSS stays under 16 x 2 x buffer size + 8 MiB.
 . "$(dirname "$0")/lib.sh"
@@ -8,9 +8,10 @@ need socat sha256sum
 export T
 
 clients=${FERRY_TEST_CLIENTS:-16}
-# 64 MiB each in the plain build; 16 in the deferred-unref and sanitizer
-# ones, and under fault injection (tests/fault-injection-forward.sh).
-mib=${FERRY_TEST_FORWARD_MIB:-$([ -n "${FERRY_TEST_PLAIN:-}" ] && echo 64 || echo 16)}
+# 32 MiB each (32 times the buffer) in the plain build; 16 in the
+# deferred-unref and sanitizer ones, and under fault injection
+# (tests/fault-injection-forward.sh).
+mib=${FERRY_TEST_FORWARD_MIB:-$([ -n "${FERRY_TEST_PLAIN:-}" ] && echo 32 || echo 16)}
 buffer=$((1024 * 1024))
 make_data body $((mib * 1024 * 1024))
 

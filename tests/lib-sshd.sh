@@ -102,6 +102,9 @@ ssh_base () {
 # are done); check sha256 both ways and ferry's exit code 0.
 ssh_bulk_both_ways () {  # SIZE SOCAT-ADDRESS FERRY-ARG...
     local size=$1 listen=$2 server rc p; shift 2
+    # A quarter of it in the deferred-unref and sanitizer builds (.ci/run's
+    # time): the paths are the same, and ssh's cipher dominates.
+    [ -n "${FERRY_TEST_PLAIN:-}" ] || size=$((size / 4))
     make_data up "$size"
     make_data down "$size"
     bg socat -t 60 "$listen" SYSTEM:"cat '$T/down' & cat > '$T/server-got'; wait"
