@@ -103,12 +103,15 @@ issue_reads (struct nbd_block_digests *d)
       r->buf = g_malloc (length);
       d->in_flight += length;
       d->requests++;
-      r->conn = nbd_export_pread (d->export, r->buf, length, r->offset,
-                                  (nbd_completion_callback) { .callback = read_done,
-                                                              .user_data = r },
-                                  &r->error);
-      r->done = r->conn == NULL;
-      d->reads_in_flight += !r->done;
+      /* read_done may already have run when this returns. */
+      d->reads_in_flight++;
+      if (!nbd_export_pread (d->export, r->buf, length, r->offset, &r->conn,
+                             (nbd_completion_callback) { .callback = read_done,
+                                                         .user_data = r },
+                             &r->error)) {
+        r->done = true;
+        d->reads_in_flight--;
+      }
     }
     g_queue_push_tail (&d->queue, r);
     d->next_offset += length;

@@ -194,11 +194,12 @@ issue_reads (struct sender *s)
       r->buf = g_malloc (length);
       s->in_flight += length;
       s->stats.requests++;
-      r->conn = nbd_export_pread (e, r->buf, length, r->offset,
-                                  (nbd_completion_callback) { .callback = read_done,
-                                                              .user_data = r },
-                                  &r->error);
-      r->done = r->conn == NULL;
+      /* read_done may already have run when this returns. */
+      if (!nbd_export_pread (e, r->buf, length, r->offset, &r->conn,
+                             (nbd_completion_callback) { .callback = read_done,
+                                                         .user_data = r },
+                             &r->error))
+        r->done = true;
     }
     g_queue_push_tail (&s->queue, r);
     s->next_offset += length;

@@ -156,19 +156,21 @@ nbd_export_pick (struct nbd_export *e)
   return best;
 }
 
-struct nbd_conn *
+bool
 nbd_export_pread (struct nbd_export *e, uint8_t *buf, uint64_t length, uint64_t offset,
-                  nbd_completion_callback done, int *error)
+                  struct nbd_conn **conn, nbd_completion_callback done, int *error)
 {
   struct nbd_conn *c = nbd_export_pick (e);
 
+  *conn = c;
   c->in_flight++;
   if (nbd_aio_pread (c->nbd, buf, length, offset, done, 0) == -1) {
     *error = nbd_get_errno () ? nbd_get_errno () : EIO;
     c->in_flight--;
-    return NULL;
+    *conn = NULL;
+    return false;
   }
-  return c;
+  return true;
 }
 
 unsigned

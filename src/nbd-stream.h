@@ -102,12 +102,13 @@ void nbd_export_close (struct nbd_export *e);
 /* The connection with the fewest commands in flight. */
 struct nbd_conn *nbd_export_pick (struct nbd_export *e);
 /* Issue a read of @length bytes at @offset into @buf on the connection
- * with the fewest commands in flight, which it returns (@done must
- * decrement its in_flight); NULL with *@error (an errno) set if libnbd
- * refused it at once. */
-struct nbd_conn *nbd_export_pread (struct nbd_export *e, uint8_t *buf, uint64_t length,
-                                   uint64_t offset, nbd_completion_callback done,
-                                   int *error);
+ * with the fewest commands in flight, stored in *@conn before the read
+ * is issued (@done, which must decrement its in_flight, may run from
+ * inside this call: libnbd retires the command at once if the connection
+ * dies as it goes out).  False, with *@conn NULL and *@error (an errno)
+ * set, if libnbd refused it; then @done is not called. */
+bool nbd_export_pread (struct nbd_export *e, uint8_t *buf, uint64_t length, uint64_t offset,
+                       struct nbd_conn **conn, nbd_completion_callback done, int *error);
 /* Shut down every connection that is still up (the receiver flushed them
  * on the main loop before). */
 void nbd_export_finish (struct nbd_export *e);
