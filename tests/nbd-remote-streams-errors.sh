@@ -75,11 +75,7 @@ ways="up down"
 for way in $ways; do
     killer &
     start=$SECONDS
-    if [ $way = up ]; then
-        remote_copy up "$(uri src)" "$(uri dst)" --streams=4 --request-size=256K --in-flight=256K
-    else
-        remote_copy down "$(uri src)" "$(uri dst)" --streams=4 --request-size=256K --in-flight=256K
-    fi
+    remote_copy "$way" "$(uri src)" "$(uri dst)" --streams=4 --request-size=256K --in-flight=256K
     wait $!
     assert_eq 24 "$REMOTE_RC" "$way: exit code"
     assert_contains "$T/remote.err" "ferry: $host (stream " "$way: the stream named"
