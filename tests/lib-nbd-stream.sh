@@ -11,6 +11,14 @@ serve () {  # NAME PLUGIN ARGS...: nbdkit on $T/NAME.sock
 }
 uri () { echo "nbd+unix:///?socket=$T/$1.sock"; }
 
+# An export of zeros whose reads at or past FROM fail with EIO: nbdkit eval,
+# so the failure comes on a known read every run (the error filter's rate
+# may miss a small export's few requests).
+serve_failing_reads () {  # NAME SIZE FROM
+    serve "$1" eval get_size="echo $2" \
+        pread="if [ \$4 -ge $3 ]; then echo 'EIO read past $3' >&2; exit 1; fi; head -c \$3 /dev/zero"
+}
+
 # nbdkit sparse-random as "src", its stream stored in $T/s.stream and its
 # bytes in $T/src.raw.
 stored_source () {  # SIZE SEED PERCENT

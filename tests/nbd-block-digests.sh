@@ -56,7 +56,7 @@ for range in 1:65536 0:65537 $((40 * M)):$((2 * 65536)) $((size + 65536)):0; do
     set -e
     assert_ferry_error 21 "$rc" "$T/err" "is not whole 65536-byte blocks inside the image of $size bytes"
 done
-serve bad --filter=error pattern size=64M error-pread=EIO error-pread-rate=5%
+serve_failing_reads bad $((64 * M)) $((40 * M))
 set +e
 FERRY_TEST_BLOCK_DIGESTS=0:$((64 * M)) within 60 "$FERRY" --nbd-digest="$(uri bad)" > /dev/null 2> "$T/err"
 rc=$?
@@ -64,3 +64,5 @@ set -e
 assert_ferry_error 20 "$rc" "$T/err" "failed: Input/output error"
 grep -qE "^ferry: nbd\+unix:.*: read at offset [0-9]+ \([0-9]+ bytes\) failed" "$T/err" ||
     fail "no read offset in: $(cat "$T/err")"
+offset=$(sed -n 's/.* read at offset \([0-9]*\) .*/\1/p' "$T/err")
+[ "$offset" -ge $((40 * M)) ] || fail "a read that did not fail named: $(cat "$T/err")"

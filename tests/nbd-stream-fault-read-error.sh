@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# nbdkit's error filter fails reads: the sender names the read, its offset
+# nbdkit fails the reads past 100 MiB: the sender names the read, its offset
 # and the server's errno, and exits 20 (an NBD command failed).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
-serve src --filter=error pattern size=256M error-pread=EIO error-pread-rate=5%
+serve_failing_reads src 256M $((100 * 1024 * 1024))
 set +e
 within 60 "$FERRY" --nbd-send="$(uri src)" > /dev/null 2> "$T/err"
 rc=$?
