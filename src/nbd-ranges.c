@@ -21,6 +21,17 @@
 G_DEFINE_QUARK (ferry-nbd-range-closed, nbd_range_closed)
 G_DEFINE_QUARK (ferry-nbd-range-stopped, nbd_range_stopped)
 
+void
+nbd_range_keep_failure (GError **first, GError *error)
+{
+  /* A stop signal that ended a wait on the ranged stream's return
+   * direction: the main loop delivers it (on_signal). */
+  if (*first || error->domain == nbd_range_stopped_quark ())
+    g_error_free (error);
+  else
+    *first = error;
+}
+
 /* The fds are the stream's, which the pipelines made non-blocking: wait
  * with poll between the pieces.  Nothing else is in flight meanwhile.  A
  * signal always interrupts poll (a read or write on a blocking fd would

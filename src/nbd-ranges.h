@@ -80,6 +80,10 @@ GQuark nbd_range_closed_quark (void);
 /* The error domain of a wait on the return direction that a stop signal
  * ended: the caller leaves the stop (and its message) to its main loop. */
 GQuark nbd_range_stopped_quark (void);
+/* Keep @error (owned) in *@first as a pipeline's first failure, unless
+ * one is there already or @error is a stop (nbd_range_stopped_quark):
+ * then free it. */
+void nbd_range_keep_failure (GError **first, GError *error);
 /* A local half whose return direction closed: its remote half failed, and
  * the parent, which knows it, kills this half before its line would
  * repeat the cause.  Waits up to 2 s for that (or for @control_fd to

@@ -120,12 +120,7 @@ struct receiver {
 static void
 set_failure (struct receiver *r, GError *error)
 {
-  /* A stop signal that ended a wait on the ranged stream's return
-   * direction: the main loop delivers it (on_signal). */
-  if (r->error || error->domain == nbd_range_stopped_quark ())
-    g_error_free (error);
-  else
-    r->error = error;
+  nbd_range_keep_failure (&r->error, error);
 }
 
 static void

@@ -124,12 +124,7 @@ schedule_pump (struct sender *s)
 static void
 set_failure (struct sender *s, GError *error)
 {
-  /* A stop signal that ended a wait on the ranged stream's return
-   * direction: the main loop delivers it (on_signal). */
-  if (s->error || error->domain == nbd_range_stopped_quark ())
-    g_error_free (error);
-  else
-    s->error = error;
+  nbd_range_keep_failure (&s->error, error);
 }
 
 bool
