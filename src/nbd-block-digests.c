@@ -1,8 +1,8 @@
 /* ferry: the block digests of a range of an export (nbd-block-digests.h).
  *
- * The reads complete in any order; a queue in offset order holds each
- * until it and all before it are done, and then hands it to the hash in
- * order: zero blocks as zero runs (the precomputed digest), the other
+ * The reads complete in any order; their queue (nbd-read-queue.h) holds
+ * each until it and all before it are done, and then hands it to the hash
+ * in order: zero blocks as zero runs (the precomputed digest), the other
  * runs of blocks to the worker thread, which releases the read's buffer
  * once hashed. */
 #include <config.h>
@@ -19,109 +19,16 @@
 
 #define B STREAM_BLOCK_SIZE
 
-/* One read, or one zero range found in the map, in offset order. */
-struct digest_read {
-  unsigned refs;              /* the queue's, and one per run being hashed */
-  uint64_t offset, length;
-  uint8_t *buf;               /* NULL for a zero range from the map */
-  struct nbd_block_digests *d;
-  struct nbd_conn *conn;      /* the read's connection */
-  bool done;                  /* the read completed (at once for a zero range) */
-  int error;                  /* the read's errno */
-};
-
 static void
 kick (struct nbd_block_digests *d)
 {
   __atomic_store_n (&d->kicked, true, __ATOMIC_RELEASE);
 }
 
-static void
-set_failure (struct nbd_block_digests *d, GError *error)
-{
-  if (d->error)
-    g_error_free (error);
-  else
-    d->error = error;
-}
-
-static void
-map_done (void *data, GError *error)
-{
-  struct nbd_block_digests *d = data;
-
-  kick (d);
-  if (error)
-    set_failure (d, error);
-}
-
-static int
-read_done (void *data, int *error)
-{
-  struct digest_read *r = data;
-
-  r->done = true;
-  r->error = *error;
-  r->conn->in_flight--;
-  r->d->reads_in_flight--;
-  kick (r->d);
-  return 1;
-}
-
-static void
-read_unref (void *data)
-{
-  struct digest_read *r = data;
-
-  if (--r->refs > 0)
-    return;
-  r->d->in_flight -= r->buf ? r->length : 0;
-  g_free (r->buf);
-  g_free (r);
-}
-
-static void
-issue_reads (struct nbd_block_digests *d)
-{
-  uint64_t end = d->offset + d->length;
-
-  while (!d->error && d->next_offset < end) {
-    uint64_t length;
-    bool zero = nbd_map_next_read (&d->map, d->next_offset, d->in_flight,
-                                   d->in_flight_limit, &length);
-
-    if (length == 0)
-      break;
-    struct digest_read *r = g_new0 (struct digest_read, 1);
-    r->d = d;
-    r->refs = 1;
-    r->offset = d->next_offset;
-    r->length = length;
-    if (zero) {
-      r->done = true;
-    } else {
-      r->buf = g_malloc (length);
-      d->in_flight += length;
-      d->requests++;
-      /* read_done may already have run when this returns. */
-      d->reads_in_flight++;
-      if (!nbd_export_pread (d->export, r->buf, length, r->offset, &r->conn,
-                             (nbd_completion_callback) { .callback = read_done,
-                                                         .user_data = r },
-                             &r->error)) {
-        r->done = true;
-        d->reads_in_flight--;
-      }
-    }
-    g_queue_push_tail (&d->queue, r);
-    d->next_offset += length;
-  }
-}
-
 /* Hash the read at the queue's head: runs of zero blocks and runs of
  * data blocks. */
 static void
-hash_read (struct nbd_block_digests *d, struct digest_read *r)
+hash_read (struct nbd_block_digests *d, struct nbd_read *r)
 {
   if (!r->buf) {
     blkhash_zero (&d->hash, r->length);
@@ -140,7 +47,7 @@ hash_read (struct nbd_block_digests *d, struct digest_read *r)
       d->zero_blocks += (run + B - 1) / B;
     } else {
       r->refs++;
-      blkhash_data_async (&d->hash, r->buf + pos, run, read_unref, r);
+      blkhash_data_async (&d->hash, r->buf + pos, run, nbd_read_unref, r);
     }
   }
 }
@@ -149,19 +56,11 @@ hash_read (struct nbd_block_digests *d, struct digest_read *r)
 static void
 hash_ready (struct nbd_block_digests *d)
 {
-  struct digest_read *r;
+  struct nbd_read *r;
 
-  while (!d->error && (r = g_queue_peek_head (&d->queue)) && r->done) {
-    if (r->error) {
-      set_failure (d, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
-                                   "%s: read at offset %" PRIu64 " (%" PRIu64 " bytes) "
-                                   "failed: %s", d->export->name, r->offset, r->length,
-                                   g_strerror (r->error)));
-      return;
-    }
+  while ((r = nbd_read_queue_ready (&d->reads))) {
     hash_read (d, r);
-    g_queue_pop_head (&d->queue);
-    read_unref (r);
+    nbd_read_queue_pop (&d->reads);
   }
 }
 
@@ -180,22 +79,21 @@ pump (gpointer data)
   if (d->finished)
     return G_SOURCE_CONTINUE;
   if (d->export->lost && !d->error)
-    set_failure (d, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD, "%s (block digests of %s "
-                                 "were computed up to offset %" PRIu64 ")",
-                                 d->export->lost->message, d->export->name,
-                                 d->next_offset));
+    d->error = g_error_new (FERRY_ERROR, FERRY_EXIT_NBD, "%s (block digests of %s "
+                            "were computed up to offset %" PRIu64 ")",
+                            d->export->lost->message, d->export->name, d->reads.next_offset);
   blkhash_collect (&d->hash);
   hash_ready (d);
-  issue_reads (d);
+  nbd_read_queue_issue (&d->reads);
   /* Zero ranges from the map are done at once. */
   hash_ready (d);
-  if (!d->error && d->next_offset == d->offset + d->length && g_queue_is_empty (&d->queue)) {
+  if (!d->error && d->reads.next_offset == d->reads.end && g_queue_is_empty (&d->reads.reads)) {
     unsigned char unused[BLKHASH_SIZE];
     /* Waits for the worker's backlog, at most the in-flight bound. */
     blkhash_final (&d->hash, unused);
     finish (d);
-  } else if (d->error && ((d->reads_in_flight == 0 && !d->map.pending) ||
-                                  d->export->lost)) {
+  } else if (d->error && ((d->reads.reads_in_flight == 0 && !d->reads.map.pending) ||
+                           d->export->lost)) {
     finish (d);
   }
   return G_SOURCE_CONTINUE;
@@ -222,11 +120,8 @@ nbd_block_digests_start (struct nbd_export *e, uint64_t image_size, uint64_t off
   d->length = length;
   d->blocks = (length + B - 1) / B;
   d->digests = g_malloc (d->blocks * BLKHASH_SIZE);
-  d->next_offset = offset;
-  d->in_flight_limit = in_flight;
   d->done = done;
   d->data = data;
-  g_queue_init (&d->queue);
   if (!blkhash_init (&d->hash, image_size, B)) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_FAILURE, "cannot set up SHA-256 (libcrypto)");
     g_free (d->digests);
@@ -235,7 +130,9 @@ nbd_block_digests_start (struct nbd_export *e, uint64_t image_size, uint64_t off
   }
   blkhash_keep_blocks (&d->hash, offset, d->digests);
   blkhash_start_worker (&d->hash, &d->kicked);
-  nbd_map_init (&d->map, e, offset, offset + length, &d->requests, map_done, d);
+  nbd_read_queue_init (&d->reads, e, in_flight, &d->requests, &d->kicked, &d->error,
+                       sizeof (struct nbd_read), NULL);
+  nbd_read_queue_range (&d->reads, offset, offset + length);
   d->kick = nbd_kick_source_new (&d->kicked, pump, d);
   kick (d);
   return d;
@@ -249,9 +146,7 @@ nbd_block_digests_free (struct nbd_block_digests *d)
   gsource_release (d->kick);
   /* Releases the reads that are being hashed. */
   blkhash_clear (&d->hash);
-  while (!g_queue_is_empty (&d->queue))
-    read_unref (g_queue_pop_head (&d->queue));
-  nbd_map_clear (&d->map);
+  nbd_read_queue_clear (&d->reads);
   g_clear_error (&d->error);
   g_free (d->digests);
   g_free (d);

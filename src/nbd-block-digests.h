@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "blkhash.h"
-#include "nbd-map.h"
+#include "nbd-read-queue.h"
 #include "nbd-stream.h"
 
 struct nbd_block_digests;
@@ -38,12 +38,7 @@ struct nbd_block_digests {
   uint64_t requests;          /* NBD commands issued */
 
   /* The pipeline (nbd-block-digests.c). */
-  struct nbd_map map;
-  uint64_t next_offset;       /* the next read or zero range starts here */
-  GQueue queue;               /* struct digest_read, in offset order */
-  uint64_t in_flight;         /* bytes read or being read, not yet hashed */
-  uint64_t in_flight_limit;
-  unsigned reads_in_flight;   /* this computation's reads in flight */
+  struct nbd_read_queue reads;   /* of the range; each released once hashed */
   struct blkhash hash;        /* with the range's digests kept */
   bool kicked;                /* the pump has work */
   GSource *kick;

@@ -1,8 +1,8 @@
 /* ferry: the allocation map of an export, or of a range of it, from
  * block status asked one window (NBD_STREAM_MAP_WINDOW) ahead of a reader
- * that moves through it in offset order (nbd-send.c,
- * nbd-block-digests.c), and what the reader does next: read, or take a
- * zero range without reading. */
+ * that moves through it in offset order (nbd-read-queue.c, for
+ * nbd-send.c and nbd-block-digests.c), and what the reader does next:
+ * read, or take a zero range without reading. */
 #ifndef FERRY_NBD_MAP_H
 #define FERRY_NBD_MAP_H
 

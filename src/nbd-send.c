@@ -4,9 +4,10 @@
  *
  * The pipeline: block status maps the export in windows ahead of the
  * reads; reads stay in flight up to a byte bound, spread over the
- * connections; a queue in offset order (the reorder window) holds each
- * read until it and all before it are done, and then the writer scans it
- * for zero blocks, hashes it and writes its records. */
+ * connections; a queue in offset order (the reorder window,
+ * nbd-read-queue.h) holds each read until it and all before it are
+ * done, and then the writer scans it for zero blocks, hashes it and
+ * writes its records. */
 #include <config.h>
 
 #include <glib-unix.h>
@@ -27,7 +28,7 @@
 #include "message.h"
 #include "gsource-release.h"
 #include "nbd-ranges.h"
-#include "nbd-map.h"
+#include "nbd-read-queue.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 #include "progress.h"
@@ -44,15 +45,10 @@ struct segment {
   uint8_t header[STREAM_RECORD_SIZE];
 };
 
-/* One read, or one zero range found in the map, in offset order. */
+/* A read of the queue (its holders of the buffer: the DATA segments
+ * being hashed), and how the writer sends it. */
 struct request {
-  unsigned refs;              /* the queue's, and one per DATA segment being hashed */
-  uint64_t offset, length;
-  uint8_t *buf;               /* NULL for a zero range from the map */
-  struct sender *sender;
-  struct nbd_conn *conn;      /* the read's connection */
-  bool done;                  /* the read completed (at once for a zero range) */
-  int error;                  /* the read's errno */
+  struct nbd_read read;       /* first: the queue allocates requests */
   struct segment *segments;   /* once the writer took it */
   unsigned n_segments;
   unsigned segment;           /* the writer's position: segment, and */
@@ -71,14 +67,9 @@ struct sender {
   GSource *out_watch;         /* while stdout is full */
   bool kicked;                /* the pump has work: completions, room on stdout */
 
-  struct nbd_map map;         /* ahead of next_offset */
-
-  uint64_t next_offset;       /* the next read or zero range starts here */
-  uint64_t end;               /* and the pipeline ends here: the export's
-                                 size, or (--ranged) the range's end */
-  GQueue queue;               /* struct request, in offset order */
-  uint64_t in_flight;         /* bytes of reads issued and not yet written and hashed */
-  uint64_t in_flight_limit;
+  struct nbd_read_queue reads;   /* struct request, each released once written
+                                    and hashed; it ends at the export's size,
+                                    or (--ranged) at the range's end */
 
   uint8_t preamble[STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE];  /* header or END */
   size_t preamble_len, preamble_pos;
@@ -143,76 +134,11 @@ nbd_stream_is_zero (const uint8_t *buf, size_t len)
   return memcmp (buf, buf + 16, len - 16) == 0;
 }
 
-static int
-read_done (void *data, int *error)
-{
-  struct request *r = data;
-
-  r->done = true;
-  r->error = *error;
-  r->conn->in_flight--;
-  schedule_pump (r->sender);
-  return 1;
-}
-
-/* A block status is done (the map's callback, with the handle locked). */
+/* The queue's @clear: what the writer added. */
 static void
-map_done (void *data, GError *error)
+clear_request (struct nbd_read *read)
 {
-  struct sender *s = data;
-
-  schedule_pump (s);
-  if (error)
-    set_failure (s, error);
-}
-
-static void
-issue_reads (struct sender *s)
-{
-  struct nbd_export *e = &s->export;
-
-  while (!s->error && s->next_offset < s->end) {
-    uint64_t length;
-    bool zero = nbd_map_next_read (&s->map, s->next_offset, s->in_flight,
-                                   s->in_flight_limit, &length);
-
-    if (length == 0)
-      break;
-    struct request *r = g_new0 (struct request, 1);
-    r->sender = s;
-    r->refs = 1;
-    r->offset = s->next_offset;
-    r->length = length;
-    if (zero) {
-      r->done = true;
-    } else {
-      r->buf = g_malloc (length);
-      s->in_flight += length;
-      s->stats.requests++;
-      /* read_done may already have run when this returns. */
-      if (!nbd_export_pread (e, r->buf, length, r->offset, &r->conn,
-                             (nbd_completion_callback) { .callback = read_done,
-                                                         .user_data = r },
-                             &r->error))
-        r->done = true;
-    }
-    g_queue_push_tail (&s->queue, r);
-    s->next_offset += length;
-  }
-  nbd_stream_sample_in_flight (&s->stats, s->in_flight);
-}
-
-static void
-request_unref (void *data)
-{
-  struct request *r = data;
-
-  if (--r->refs > 0)
-    return;
-  r->sender->in_flight -= r->buf ? r->length : 0;
-  g_free (r->segments);
-  g_free (r->buf);
-  g_free (r);
+  g_free (((struct request *) read)->segments);
 }
 
 static void
@@ -258,14 +184,14 @@ encode_segment (struct sender *s, struct segment *g)
 static void
 take_request (struct sender *s, struct request *r)
 {
-  r->segments = g_new (struct segment, r->buf ? (r->length + B - 1) / B : 1);
-  if (!r->buf) {
-    add_segment (r, true, false, r->offset, r->length, NULL);
+  r->segments = g_new (struct segment, r->read.buf ? (r->read.length + B - 1) / B : 1);
+  if (!r->read.buf) {
+    add_segment (r, true, false, r->read.offset, r->read.length, NULL);
   } else {
-    for (uint64_t pos = 0; pos < r->length; pos += B) {
-      uint64_t n = MIN (B, r->length - pos);
-      add_segment (r, nbd_stream_is_zero (r->buf + pos, n), false, r->offset + pos, n,
-                   r->buf + pos);
+    for (uint64_t pos = 0; pos < r->read.length; pos += B) {
+      uint64_t n = MIN (B, r->read.length - pos);
+      add_segment (r, nbd_stream_is_zero (r->read.buf + pos, n), false, r->read.offset + pos, n,
+                   r->read.buf + pos);
     }
   }
   for (unsigned i = 0; i < r->n_segments; i++) {
@@ -277,8 +203,8 @@ take_request (struct sender *s, struct request *r)
     if (g->zero) {
       blkhash_zero (&s->hash, g->length);
     } else {
-      r->refs++;
-      blkhash_data_async (&s->hash, g->data, g->length, request_unref, r);
+      r->read.refs++;
+      blkhash_data_async (&s->hash, g->data, g->length, nbd_read_unref, r);
     }
   }
 }
@@ -289,9 +215,9 @@ take_request (struct sender *s, struct request *r)
 static void
 take_ahead (struct sender *s)
 {
-  for (GList *l = s->queue.head; l; l = l->next) {
+  for (GList *l = s->reads.reads.head; l; l = l->next) {
     struct request *r = l->data;
-    if (!r->done || r->error)
+    if (!r->read.done || r->read.error)
       return;
     if (!r->segments)
       take_request (s, r);
@@ -316,7 +242,7 @@ compare_request (struct sender *s, struct request *r)
     return false;
   }
   s->have_dest_digests = true;
-  r->segments = g_new (struct segment, (r->length + B - 1) / B);
+  r->segments = g_new (struct segment, (r->read.length + B - 1) / B);
   r->n_segments = 0;
   for (unsigned i = 0; i < n_taken; i++) {
     const struct segment *g = &taken[i];
@@ -396,12 +322,12 @@ advance (struct sender *s, struct request *r, uint64_t n)
 static uint64_t
 sent_to (struct sender *s)
 {
-  const struct request *r = g_queue_peek_head (&s->queue);
+  const struct request *r = g_queue_peek_head (&s->reads.reads);
 
   if (r == NULL)
-    return s->next_offset;
+    return s->reads.next_offset;
   if (r->segment == r->n_segments)
-    return r->offset;
+    return r->read.offset;
   return r->segments[r->segment].offset + (s->raw ? r->segment_pos : 0);
 }
 
@@ -472,10 +398,7 @@ start_range (struct sender *s, const struct nbd_range *range)
   s->range_closed = s->range_answered = false;
   s->range_base = s->counts;
   s->range_same_base = s->same_bytes;
-  s->next_offset = range->offset;
-  s->end = range->offset + range->length;
-  nbd_map_clear (&s->map);
-  nbd_map_init (&s->map, &s->export, range->offset, s->end, &s->stats.requests, map_done, s);
+  nbd_read_queue_range (&s->reads, range->offset, range->offset + range->length);
   GError *error = NULL;
 
   g_free (s->answer);
@@ -521,10 +444,10 @@ check_answer (struct sender *s)
   return true;
 }
 
-/* --ranged, once the pipeline reached s->end: close the range with its
- * RANGE_END; once that is written, check the receiver's digests of it,
- * and open the next range, or end the stream (END, counts zero).  It
- * blocks for the answer and the next range, with nothing in flight. */
+/* --ranged, once the pipeline reached the range's end: close the range
+ * with its RANGE_END; once that is written, check the receiver's digests
+ * of it, and open the next range, or end the stream (END, counts zero).
+ * It blocks for the answer and the next range, with nothing in flight. */
 static void
 ranged_step (struct sender *s)
 {
@@ -540,7 +463,7 @@ ranged_step (struct sender *s)
     };
     blkhash_final (&s->hash, e.digest);
     s->hashing = false;
-    stream_encode_range_end (s->preamble, s->end, &e);
+    stream_encode_range_end (s->preamble, s->reads.end, &e);
     s->preamble_len = STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE;
     s->preamble_pos = 0;
     s->range_closed = true;
@@ -596,30 +519,23 @@ write_ready (struct sender *s)
       s->finished = true;
       return true;
     }
-    struct request *r = g_queue_peek_head (&s->queue);
-    if (r == NULL) {
-      if (s->next_offset == s->end && !s->error && s->ranged)
+    if (g_queue_is_empty (&s->reads.reads)) {
+      if (s->reads.next_offset == s->reads.end && !s->error && s->ranged)
         ranged_step (s);
-      else if (s->next_offset == s->end && !s->error)
+      else if (s->reads.next_offset == s->reads.end && !s->error)
         queue_end (s);
       if (s->end_queued || s->preamble_pos < s->preamble_len)
         continue;
       return true;
     }
-    if (!r->done || s->error)
+    struct request *r = (struct request *) nbd_read_queue_ready (&s->reads);
+    if (r == NULL)
       return true;
-    if (r->error) {
-      set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
-                                   "%s: read at offset %" PRIu64 " (%" PRIu64 " bytes) "
-                                   "failed: %s", s->export.name, r->offset, r->length,
-                                   g_strerror (r->error)));
-      return true;
-    }
     if (!r->segments)
       take_request (s, r);
     /* --delta: once its hashing is done (the queue's is the last ref). */
     if (s->delta && !r->compared) {
-      if (r->refs > 1)
+      if (r->read.refs > 1)
         return true;
       if (!compare_request (s, r))
         return true;
@@ -631,10 +547,8 @@ write_ready (struct sender *s)
     } else {
       n = 0;
     }
-    if (advance (s, r, n)) {
-      g_queue_pop_head (&s->queue);
-      request_unref (r);
-    }
+    if (advance (s, r, n))
+      nbd_read_queue_pop (&s->reads);
   }
 }
 
@@ -653,7 +567,8 @@ pump (gpointer data)
     write_ready (s);
   /* Zero ranges from the map are done at once: write them now. */
   if (!s->error && !s->finished) {
-    issue_reads (s);
+    nbd_read_queue_issue (&s->reads);
+    nbd_stream_sample_in_flight (&s->stats, s->reads.in_flight);
     if (!s->error)
       write_ready (s);
   }
@@ -740,10 +655,9 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     g_main_loop_unref (s.loop);
     return error->code;
   }
-  s.end = s.ranged ? 0 : s.export.size;
-  nbd_map_init (&s.map, &s.export, 0, s.end, &s.stats.requests, map_done, &s);
-  s.in_flight_limit = options->in_flight;
-  g_queue_init (&s.queue);
+  nbd_read_queue_init (&s.reads, &s.export, options->in_flight, &s.stats.requests, &s.kicked,
+                       &s.error, sizeof (struct request), clear_request);
+  nbd_read_queue_range (&s.reads, 0, s.ranged ? 0 : s.export.size);
   s.hashing = !s.ranged && (digest_only || !options->no_verify);
   if (s.hashing && !blkhash_init (&s.hash, s.export.size, B)) {
     ferry_error ("cannot set up SHA-256 (libcrypto)");
@@ -815,9 +729,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   nbd_export_close (&s.export);
   if (s.hashing)
     blkhash_clear (&s.hash);
-  while (!g_queue_is_empty (&s.queue))
-    request_unref (g_queue_pop_head (&s.queue));
-  nbd_map_clear (&s.map);
+  nbd_read_queue_clear (&s.reads);
   g_free (s.blocks);
   g_free (s.answer);
   g_free (s.dest_digests);
