@@ -202,6 +202,28 @@ expect_end_body (struct stream_parser *p, struct stream_event *ev, const char *n
   return 0;
 }
 
+/* @what's [@offset, +@length) must be inside an export of @size bytes,
+ * not empty, and on block boundaries (its end may be the export's); false
+ * (the parser failed) if not. */
+static bool
+check_extent (struct stream_parser *p, struct stream_event *ev, const char *what,
+              uint64_t offset, uint64_t length, uint64_t size)
+{
+  uint64_t block = p->header.block_size;
+
+  if (length == 0 || offset > size || length > size - offset) {
+    fail (p, ev, "%s [%" PRIu64 ", +%" PRIu64 ") outside the export of %" PRIu64 " bytes",
+          what, offset, length, size);
+    return false;
+  }
+  if (offset % block || (length % block && offset + length != size)) {
+    fail (p, ev, "%s [%" PRIu64 ", +%" PRIu64 ") not aligned to the %" PRIu64 "-byte block",
+          what, offset, length, block);
+    return false;
+  }
+  return true;
+}
+
 static size_t parse_image_record (struct stream_parser *p, struct stream_event *ev,
                                   uint32_t type, uint64_t offset, uint64_t length,
                                   uint64_t size);
@@ -212,15 +234,11 @@ static size_t
 parse_ranged_record (struct stream_parser *p, struct stream_event *ev, uint32_t type,
                      uint64_t offset, uint64_t length)
 {
-  uint64_t size = p->header.size, block = p->header.block_size;
+  uint64_t size = p->header.size;
 
   if (!p->in_range && type == STREAM_RANGE) {
-    if (length == 0 || offset > size || length > size - offset)
-      return fail (p, ev, "RANGE [%" PRIu64 ", +%" PRIu64 ") outside the export of %"
-                   PRIu64 " bytes", offset, length, size);
-    if (offset % block || (length % block && offset + length != size))
-      return fail (p, ev, "RANGE [%" PRIu64 ", +%" PRIu64 ") not aligned to the "
-                   "%" PRIu64 "-byte block", offset, length, block);
+    if (!check_extent (p, ev, "RANGE", offset, length, size))
+      return 0;
     p->in_range = true;
     p->next_offset = offset;
     p->range_end = offset + length;
@@ -273,8 +291,6 @@ static size_t
 parse_image_record (struct stream_parser *p, struct stream_event *ev, uint32_t type,
                     uint64_t offset, uint64_t length, uint64_t size)
 {
-  uint64_t block = p->header.block_size;
-
   if (offset != p->next_offset)
     return fail (p, ev, "record at offset %" PRIu64 ", expected %" PRIu64,
                  offset, p->next_offset);
@@ -284,12 +300,8 @@ parse_image_record (struct stream_parser *p, struct stream_event *ev, uint32_t t
                    offset, size);
     return expect_end_body (p, ev, "END", length);
   }
-  if (length == 0 || length > size - offset)
-    return fail (p, ev, "record [%" PRIu64 ", +%" PRIu64 ") outside the export of %"
-                 PRIu64 " bytes", offset, length, size);
-  if (offset % block || (length % block && offset + length != size))
-    return fail (p, ev, "record [%" PRIu64 ", +%" PRIu64 ") not aligned to the "
-                 "%" PRIu64 "-byte block", offset, length, block);
+  if (!check_extent (p, ev, "record", offset, length, size))
+    return 0;
   p->have = 0;
   p->next_offset = offset + length;
   if (type == STREAM_SAME) {
