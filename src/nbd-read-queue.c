@@ -7,19 +7,13 @@
 #include "nbd-ranges.h"
 #include "nbd-read-queue.h"
 
-static void
-kick (struct nbd_read_queue *q)
-{
-  __atomic_store_n (q->kicked, true, __ATOMIC_RELEASE);
-}
-
 /* A block status is done (the map's callback, with the handle locked). */
 static void
 map_done (void *data, GError *error)
 {
   struct nbd_read_queue *q = data;
 
-  kick (q);
+  __atomic_store_n (q->kicked, true, __ATOMIC_RELEASE);
   if (error)
     nbd_range_keep_failure (q->failure, error);
 }
@@ -50,12 +44,8 @@ read_done (void *data, int *error)
 {
   struct nbd_read *r = data;
 
-  r->done = true;
-  r->error = *error;
-  r->conn->in_flight--;
   r->queue->reads_in_flight--;
-  kick (r->queue);
-  return 1;
+  return nbd_command_done (&r->io, error);
 }
 
 void
@@ -74,18 +64,19 @@ nbd_read_queue_issue (struct nbd_read_queue *q)
     r->offset = q->next_offset;
     r->length = length;
     if (zero) {
-      r->done = true;
+      r->io.done = true;
     } else {
       r->buf = g_malloc (length);
+      r->io.kicked = q->kicked;
       q->in_flight += length;
       (*q->requests)++;
       /* read_done may already have run when this returns. */
       q->reads_in_flight++;
-      if (!nbd_export_pread (q->export, r->buf, length, r->offset, &r->conn,
+      if (!nbd_export_pread (q->export, r->buf, length, r->offset, &r->io.conn,
                              (nbd_completion_callback) { .callback = read_done,
                                                          .user_data = r },
-                             &r->error)) {
-        r->done = true;
+                             &r->io.error)) {
+        r->io.done = true;
         q->reads_in_flight--;
       }
     }
@@ -99,14 +90,14 @@ nbd_read_queue_ready (struct nbd_read_queue *q)
 {
   struct nbd_read *r = g_queue_peek_head (&q->reads);
 
-  if (!r || !r->done || *q->failure)
+  if (!r || !r->io.done || *q->failure)
     return NULL;
-  if (r->error) {
+  if (r->io.error) {
     nbd_range_keep_failure (q->failure,
                             g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
                                          "%s: read at offset %" PRIu64 " (%" PRIu64 " bytes) "
                                          "failed: %s", q->export->name, r->offset, r->length,
-                                         g_strerror (r->error)));
+                                         g_strerror (r->io.error)));
     return NULL;
   }
   return r;

@@ -28,9 +28,8 @@ struct nbd_read {
   uint64_t offset, length;
   uint8_t *buf;               /* NULL for a zero range from the map */
   struct nbd_read_queue *queue;
-  struct nbd_conn *conn;      /* the read's connection (nbd_export_pread) */
-  bool done;                  /* the read completed (at once for a zero range) */
-  int error;                  /* the read's errno */
+  struct nbd_command io;      /* the read's completion (done at once for a
+                                 zero range) */
 };
 
 struct nbd_read_queue {

@@ -48,13 +48,10 @@ static const char *const command_names[] = { "write", "zero", "write (of zeros)"
 
 /* One NBD command in flight, in offset order. */
 struct command_req {
-  struct receiver *receiver;
   enum command command;
   uint64_t offset, length;
   struct payload *payload;    /* CMD_WRITE */
-  struct nbd_conn *conn;
-  bool done;
-  int error;
+  struct nbd_command io;      /* its completion */
 };
 
 struct receiver {
@@ -138,32 +135,20 @@ hashed (void *data)
   payload_unref (data);
 }
 
-static int
-command_done (void *data, int *error)
-{
-  struct command_req *c = data;
-
-  c->done = true;
-  c->error = *error;
-  c->conn->in_flight--;
-  __atomic_store_n (&c->receiver->kicked, true, __ATOMIC_RELEASE);
-  return 1;
-}
-
 static void
 issue_on (struct receiver *r, struct nbd_conn *conn, enum command command, uint64_t offset,
           uint64_t length, struct payload *payload, const uint8_t *data)
 {
   struct command_req *c = g_new0 (struct command_req, 1);
-  nbd_completion_callback done = { .callback = command_done, .user_data = c };
+  nbd_completion_callback done = { .callback = nbd_command_done, .user_data = &c->io };
   int64_t cookie;
 
-  c->receiver = r;
   c->command = command;
   c->offset = offset;
   c->length = length;
-  c->conn = conn;
-  c->conn->in_flight++;
+  c->io.conn = conn;
+  c->io.kicked = &r->kicked;
+  conn->in_flight++;
   if (payload) {
     c->payload = payload;
     payload->refs++;
@@ -171,16 +156,16 @@ issue_on (struct receiver *r, struct nbd_conn *conn, enum command command, uint6
   }
   r->stats.requests++;
   if (command == CMD_ZERO)
-    cookie = nbd_aio_zero (c->conn->nbd, length, offset, done,
+    cookie = nbd_aio_zero (conn->nbd, length, offset, done,
                            r->options->allocated ? LIBNBD_CMD_FLAG_NO_HOLE : 0);
   else if (command == CMD_FLUSH)
-    cookie = nbd_aio_flush (c->conn->nbd, done, 0);
+    cookie = nbd_aio_flush (conn->nbd, done, 0);
   else
-    cookie = nbd_aio_pwrite (c->conn->nbd, data, length, offset, done, 0);
+    cookie = nbd_aio_pwrite (conn->nbd, data, length, offset, done, 0);
   if (cookie == -1) {
-    c->done = true;
-    c->error = nbd_get_errno () ? nbd_get_errno () : EIO;
-    c->conn->in_flight--;
+    c->io.done = true;
+    c->io.error = nbd_get_errno () ? nbd_get_errno () : EIO;
+    conn->in_flight--;
   }
   g_queue_push_tail (&r->commands, c);
   nbd_stream_sample_in_flight (&r->stats, r->in_flight);
@@ -713,17 +698,17 @@ retire (struct receiver *r)
 {
   struct command_req *c;
 
-  while ((c = g_queue_peek_head (&r->commands)) && c->done) {
+  while ((c = g_queue_peek_head (&r->commands)) && c->io.done) {
     g_queue_pop_head (&r->commands);
-    if (c->error && c->command == CMD_FLUSH) {
+    if (c->io.error && c->command == CMD_FLUSH) {
       set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD, "%s: flush failed: %s",
-                                   r->export.name, g_strerror (c->error)));
+                                   r->export.name, g_strerror (c->io.error)));
       r->flush_failed = true;
-    } else if (c->error) {
+    } else if (c->io.error) {
       set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
                                    "%s: %s at offset %" PRIu64 " (%" PRIu64 " bytes) "
                                    "failed: %s", r->export.name, command_names[c->command],
-                                   c->offset, c->length, g_strerror (c->error)));
+                                   c->offset, c->length, g_strerror (c->io.error)));
       r->complete_frozen = true;
     } else if (!r->complete_frozen) {
       r->complete = c->offset + c->length;

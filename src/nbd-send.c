@@ -217,7 +217,7 @@ take_ahead (struct sender *s)
 {
   for (GList *l = s->reads.reads.head; l; l = l->next) {
     struct request *r = l->data;
-    if (!r->read.done || r->read.error)
+    if (!r->read.io.done || r->read.io.error)
       return;
     if (!r->segments)
       take_request (s, r);

@@ -173,6 +173,18 @@ nbd_export_pread (struct nbd_export *e, uint8_t *buf, uint64_t length, uint64_t 
   return true;
 }
 
+int
+nbd_command_done (void *data, int *error)
+{
+  struct nbd_command *c = data;
+
+  c->done = true;
+  c->error = *error;
+  c->conn->in_flight--;
+  __atomic_store_n (c->kicked, true, __ATOMIC_RELEASE);
+  return 1;
+}
+
 unsigned
 nbd_export_in_flight (const struct nbd_export *e)
 {

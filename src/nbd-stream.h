@@ -59,6 +59,14 @@ struct nbd_conn {
   unsigned in_flight;         /* commands issued and not yet completed */
 };
 
+/* A command on one connection, as its completion records it. */
+struct nbd_command {
+  struct nbd_conn *conn;      /* where it went; its in_flight counts it */
+  bool *kicked;               /* the owner's kick flag (nbd_kick_source_new) */
+  bool done;                  /* it completed, or libnbd refused it */
+  int error;                  /* its errno */
+};
+
 /* The connections to one export (nbd-stream-connect.c). */
 struct nbd_export {
   const char *name;           /* the URI or the command, for messages */
@@ -109,6 +117,10 @@ struct nbd_conn *nbd_export_pick (struct nbd_export *e);
  * set, if libnbd refused it; then @done is not called. */
 bool nbd_export_pread (struct nbd_export *e, uint8_t *buf, uint64_t length, uint64_t offset,
                        struct nbd_conn **conn, nbd_completion_callback done, int *error);
+/* The completion of the struct nbd_command @data (a libnbd completion
+ * callback, with the handle locked, or a part of one): done, its errno,
+ * one command less on its connection, and the owner kicked. */
+int nbd_command_done (void *data, int *error);
 /* Shut down every connection that is still up (the receiver flushed them
  * on the main loop before). */
 void nbd_export_finish (struct nbd_export *e);
