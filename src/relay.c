@@ -447,10 +447,13 @@ relay_settle (struct relay *relay)
   }
   /* A failed direction keeps reading (and dropping) only so that its
    * source, which may be blocked writing, can still take the other
-   * direction's bytes (an echoing peer would otherwise deadlock). */
+   * direction's bytes (an echoing peer would otherwise deadlock), or
+   * still confirm them: an ssh channel's close waits behind its unread
+   * bytes (libssh holds it back while any, even stderr, are buffered). */
   if (relay->up.failed && pump_finished (&relay->down))
     relay->up.src_done = true;
-  if (relay->down.failed && pump_finished (&relay->up))
+  if (relay->down.failed && pump_finished (&relay->up) &&
+      !(relay->up.dst_done && endpoint_delivering (relay->remote)))
     relay->down.src_done = true;
   if (pump_finished (&relay->up) && pump_finished (&relay->down)) {
     /* Unless an end's peer still has to confirm what it was given. */
