@@ -474,7 +474,7 @@ set_stopped_error (GError **error, const char *what)
   if (signum)
     g_set_error (error, FERRY_ERROR, 128 + signum, "stopped by %s while connecting to %s",
                  signal_watch_name (signum), what);
-  return signum;
+  return signum != 0;
 }
 
 /* One new channel: @steps in turn; NULL with *@why on failure. */

@@ -447,9 +447,10 @@ relay_settle (struct relay *relay)
   }
   /* A failed direction keeps reading (and dropping) only so that its
    * source, which may be blocked writing, can still take the other
-   * direction's bytes (an echoing peer would otherwise deadlock), or
-   * still confirm them: an ssh channel's close waits behind its unread
-   * bytes (libssh holds it back while any, even stderr, are buffered). */
+   * direction's bytes (an echoing peer would otherwise deadlock), or can
+   * still confirm them (endpoint_delivering): libssh keeps an ssh
+   * channel's close back while any of its bytes are unread, even on
+   * stderr. */
   if (relay->up.failed && pump_finished (&relay->down))
     relay->up.src_done = true;
   if (relay->down.failed && pump_finished (&relay->up) &&
