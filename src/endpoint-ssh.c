@@ -456,12 +456,25 @@ open_channels (struct ferry_ssh_conn *conn, struct open_step *p, size_t n,
     return true;
   for (*failed = 0; *failed < n - 1 && rc[*failed] == SSH_OK; (*failed)++)
     ;
-  *why = g_strdup (result == SSH_AGAIN ? "timed out"
-                   : signal_watch_stop_pending () ? "stopped by a signal" : ssh_get_error (s));
+  *why = g_strdup (result == SSH_AGAIN ? "timed out" : ssh_get_error (s));
 fail:
   for (size_t j = 0; j < opened; j++)
     ssh_channel_free (p[j].channel);
   return false;
+}
+
+/* An open that a stop signal gave up (step_batch) ends ferry with the
+ * signal's code, as a stop while connecting does in the other modes:
+ * nothing was read yet. */
+static bool
+set_stopped_error (GError **error, const char *what)
+{
+  int signum = signal_watch_stop_pending ();
+
+  if (signum)
+    g_set_error (error, FERRY_ERROR, 128 + signum, "stopped by %s while connecting to %s",
+                 signal_watch_name (signum), what);
+  return signum != 0;
 }
 
 /* One new channel: @steps in turn; NULL with *@why on failure. */
@@ -540,6 +553,8 @@ endpoint_ssh_open (struct ferry_ssh_conn *conn, const struct address *a,
                         : open_channel (conn, &step, direct_tcp, 1, &direct_error);
   if (channel == NULL && ssh->proxy != SSH_PROXY_DIRECT)
     channel = open_channel (conn, &step, exec, G_N_ELEMENTS (exec), &exec_error);
+  if (channel == NULL && set_stopped_error (error, a->text))
+    return NULL;
   if (channel == NULL) {
     if (ssh->proxy == SSH_PROXY_DIRECT)
       g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT,
@@ -608,8 +623,9 @@ endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, size_t n, const char *const
   for (size_t j = 0; j < n; j++)
     steps[j].command = commands[j];
   if (!open_channels (conn, steps, n, exec, G_N_ELEMENTS (exec), failed, &why)) {
-    g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "%s: cannot run '%s': %s",
-                 ferry_ssh_conn_name (conn), commands[*failed], why);
+    if (!set_stopped_error (error, ferry_ssh_conn_name (conn)))
+      g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "%s: cannot run '%s': %s",
+                   ferry_ssh_conn_name (conn), commands[*failed], why);
     return false;
   }
   for (size_t j = 0; j < n; j++) {

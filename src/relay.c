@@ -447,10 +447,14 @@ relay_settle (struct relay *relay)
   }
   /* A failed direction keeps reading (and dropping) only so that its
    * source, which may be blocked writing, can still take the other
-   * direction's bytes (an echoing peer would otherwise deadlock). */
+   * direction's bytes (an echoing peer would otherwise deadlock), or can
+   * still confirm them (endpoint_delivering): libssh keeps an ssh
+   * channel's close back while any of its bytes are unread, even on
+   * stderr. */
   if (relay->up.failed && pump_finished (&relay->down))
     relay->up.src_done = true;
-  if (relay->down.failed && pump_finished (&relay->up))
+  if (relay->down.failed && pump_finished (&relay->up) &&
+      !(relay->up.dst_done && endpoint_delivering (relay->remote)))
     relay->down.src_done = true;
   if (pump_finished (&relay->up) && pump_finished (&relay->down)) {
     /* Unless an end's peer still has to confirm what it was given. */

@@ -22,7 +22,7 @@ static bool start_dispositions_known;
 
 /* The pipe's write end, for the handler; one watch per process. */
 static int signal_pipe_wfd = -1;
-/* A signal that stops ferry has arrived (see signal_watch_stop_pending). */
+/* The first signal that stopped ferry, or 0 (signal_watch_stop_pending). */
 static volatile sig_atomic_t stop_pending;
 /* signal_watch_exit_on_stop's message end, while it applies. */
 static const char *volatile exit_suffix;
@@ -54,8 +54,8 @@ on_signal (int signum)
     write_stderr (suffix);
     _exit (128 + signum);
   }
-  if (signum != SIGUSR1)
-    stop_pending = 1;
+  if (signum != SIGUSR1 && !stop_pending)
+    stop_pending = signum;
 
   /* A full pipe already holds signals enough to act on. */
   if (write (signal_pipe_wfd, &c, 1) < 0) { }
@@ -164,7 +164,7 @@ signal_watch_exit_on_stop (const char *suffix)
   exit_suffix = suffix;
 }
 
-bool
+int
 signal_watch_stop_pending (void)
 {
   return stop_pending;

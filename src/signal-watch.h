@@ -42,9 +42,10 @@ void signal_watch_free (struct signal_watch *watch);
  * anything was done that needs undoing. */
 void signal_watch_exit_on_stop (const char *suffix);
 
-/* Whether a signal that stops ferry has arrived: a blocking connect that
- * sees EINTR gives up instead of waiting on. */
-bool signal_watch_stop_pending (void);
+/* Whether a signal that stops ferry has arrived: the first one's number,
+ * or 0.  A blocking connect that sees EINTR gives up instead of waiting
+ * on. */
+int signal_watch_stop_pending (void);
 
 /* The signal's name, such as "SIGTERM". */
 const char *signal_watch_name (int signum);

@@ -101,6 +101,17 @@ wait_rc () {  # SECS PID
     set -e
 }
 
+# SIGTERM to PID, a copy whose stderr goes to FILE: it exits 143 within
+# SECS (waited for 10 s longer, so that a slow stop shows its lines).
+stop_copy () {  # PID FILE SECS
+    local start=$SECONDS
+    kill -TERM "$1"
+    wait_rc $(($3 + 10)) "$1"
+    cat "$2" >&2
+    assert_eq 143 "$rc" "exit code after SIGTERM"
+    [ $((SECONDS - start)) -le "$3" ] || fail "SIGTERM took $((SECONDS - start)) s"
+}
+
 # The remote stream mode over the private sshd (lib-sshd.sh, sourced
 # first), $REMOTE_HELPER (default: this build's ferry) as the remote half,
 # with $REMOTE_PARAMS (e.g. "&known_hosts=FILE") added to the address: up
