@@ -91,7 +91,8 @@ connect_unix (const struct address *a, const struct connect_options *opts,
       continue;
     int err = errno == EAGAIN || errno == EINPROGRESS ? ETIMEDOUT : errno;
     close (fd);
-    set_connect_error (error, a, g_strerror (err));
+    if (!signal_watch_set_stopped (error, address_display_name (a)))
+      set_connect_error (error, a, g_strerror (err));
     return NULL;
   }
   if (opts->timeout > 0) {
@@ -171,12 +172,15 @@ connect_tcp (const struct address *a, const struct connect_options *opts,
     return NULL;
   }
   /* Every resolved address in order, as nc does; the last error stands. */
-  for (struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
+  for (struct addrinfo *ai = list; ai && fd < 0 && !signal_watch_stop_pending ();
+       ai = ai->ai_next) {
     fd = connect_tcp_one (ai, opts, timeout_ms);
     if (fd < 0)
       err = errno;
   }
   freeaddrinfo (list);
+  if (fd < 0 && signal_watch_set_stopped (error, address_display_name (a)))
+    return NULL;
   if (fd < 0) {
     set_connect_error (error, a, g_strerror (err));
     return NULL;

@@ -463,20 +463,6 @@ fail:
   return false;
 }
 
-/* An open that a stop signal gave up (step_batch) ends ferry with the
- * signal's code, as a stop while connecting does in the other modes:
- * nothing was read yet. */
-static bool
-set_stopped_error (GError **error, const char *what)
-{
-  int signum = signal_watch_stop_pending ();
-
-  if (signum)
-    g_set_error (error, FERRY_ERROR, 128 + signum, "stopped by %s while connecting to %s",
-                 signal_watch_name (signum), what);
-  return signum != 0;
-}
-
 /* One new channel: @steps in turn; NULL with *@why on failure. */
 static ssh_channel
 open_channel (struct ferry_ssh_conn *conn, struct open_step *p,
@@ -553,7 +539,7 @@ endpoint_ssh_open (struct ferry_ssh_conn *conn, const struct address *a,
                         : open_channel (conn, &step, direct_tcp, 1, &direct_error);
   if (channel == NULL && ssh->proxy != SSH_PROXY_DIRECT)
     channel = open_channel (conn, &step, exec, G_N_ELEMENTS (exec), &exec_error);
-  if (channel == NULL && set_stopped_error (error, a->text))
+  if (channel == NULL && signal_watch_set_stopped (error, a->text))
     return NULL;
   if (channel == NULL) {
     if (ssh->proxy == SSH_PROXY_DIRECT)
@@ -623,7 +609,7 @@ endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, size_t n, const char *const
   for (size_t j = 0; j < n; j++)
     steps[j].command = commands[j];
   if (!open_channels (conn, steps, n, exec, G_N_ELEMENTS (exec), failed, &why)) {
-    if (!set_stopped_error (error, ferry_ssh_conn_name (conn)))
+    if (!signal_watch_set_stopped (error, ferry_ssh_conn_name (conn)))
       g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "%s: cannot run '%s': %s",
                    ferry_ssh_conn_name (conn), commands[*failed], why);
     return false;

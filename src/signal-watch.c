@@ -12,6 +12,8 @@
 
 #include <glib-unix.h>
 
+#include "error.h"
+
 static const int watched[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 };
 
 /* Which of watched[] were ignored when ferry started, as the first
@@ -168,6 +170,17 @@ int
 signal_watch_stop_pending (void)
 {
   return stop_pending;
+}
+
+bool
+signal_watch_set_stopped (GError **error, const char *what)
+{
+  int signum = stop_pending;
+
+  if (signum)
+    g_set_error (error, FERRY_ERROR, 128 + signum, "stopped by %s while connecting to %s",
+                 signal_watch_name (signum), what);
+  return signum != 0;
 }
 
 const char *

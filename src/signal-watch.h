@@ -47,6 +47,12 @@ void signal_watch_exit_on_stop (const char *suffix);
  * on. */
 int signal_watch_stop_pending (void);
 
+/* A connect (a socket's, an ssh channel's) that a stop signal gave up:
+ * *@error says "stopped by SIGTERM while connecting to @what", with 128 +
+ * the signal as its code, since nothing was read yet.  False, and
+ * *@error untouched, if no stop signal came. */
+bool signal_watch_set_stopped (GError **error, const char *what);
+
 /* The signal's name, such as "SIGTERM". */
 const char *signal_watch_name (int signum);
 
