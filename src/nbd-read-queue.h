@@ -3,9 +3,9 @@
  * (nbd-map.h) says, up to a byte bound and spread over the connections,
  * that complete in any order and are held in offset order until the
  * reader takes each at the head.  A zero range from the map stands in the
- * queue unread.  Everything runs on the main loop, except the completion
- * callbacks (libnbd's, with the handle locked), which only record and
- * kick. */
+ * queue unread.  Everything runs on the main loop; the completion
+ * callbacks run inside libnbd with the handle locked, so they only record
+ * and kick. */
 #ifndef FERRY_NBD_READ_QUEUE_H
 #define FERRY_NBD_READ_QUEUE_H
 
