@@ -24,6 +24,7 @@
 #include "gsource-release.h"
 #include "nbd-block-digests.h"
 #include "nbd-ranges.h"
+#include "nbd-remote.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 #include "progress.h"
@@ -72,6 +73,7 @@ struct receiver {
 
   struct stream_parser parser;
   bool header_seen, end_seen;
+  bool truncated;             /* the failure: stdin ended before the END record */
   uint64_t size;              /* the image's size: the stream's, or (raw) the export's */
   struct payload *record;     /* the DATA record (raw: the piece) being filled */
   uint64_t record_offset, record_length, record_have;
@@ -702,9 +704,11 @@ work (struct receiver *r)
     if (r->in_eof) {
       if (raw)
         finish_raw (r);
-      else if (!stream_parser_eof (&r->parser))
+      else if (!stream_parser_eof (&r->parser)) {
         set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "%s",
                                      r->parser.error));
+        r->truncated = true;
+      }
       return;
     }
     if (!read_input (r))
@@ -868,23 +872,29 @@ nbd_receive_main (const struct nbd_stream_options *options)
     r.error = g_error_copy (r.export.lost);
   }
   if (r.error) {
+    const char *flush_state = r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)";
+    g_autofree char *where = NULL;
     rc = r.error->code;
     if (rc == FERRY_EXIT_DIGEST || rc == FERRY_EXIT_TOO_SMALL ||
         (!r.header_seen && !options->raw))
-      ferry_error ("%s", r.error->message);
+      where = NULL;
     else if (r.parser.ranged && r.range_open)
       /* The ranges before were answered: complete, and flushed with it. */
-      ferry_error ("%s; in its range %" PRId64 " (offset %" PRIu64 ", %" PRIu64 " bytes), %s "
-                   "is complete up to offset %" PRIu64 "%s", r.error->message, r.range.index,
-                   r.range.offset, r.range.length, r.export.name, MAX (r.complete, r.range.offset),
-                   r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)");
+      where = g_strdup_printf ("in its range %" PRId64 " (offset %" PRIu64 ", %" PRIu64
+                               " bytes), %s is complete up to offset %" PRIu64 "%s",
+                               r.range.index, r.range.offset, r.range.length, r.export.name,
+                               MAX (r.complete, r.range.offset), flush_state);
     else if (r.parser.ranged)
-      ferry_error ("%s; the ranges %s answered for are complete%s", r.error->message,
-                   r.export.name, r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)");
+      where = g_strdup_printf ("the ranges %s answered for are complete%s", r.export.name,
+                               flush_state);
     else
-      ferry_error ("%s; %s is complete up to offset %" PRIu64 "%s", r.error->message,
-                   r.export.name, r.complete,
-                   r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)");
+      where = g_strdup_printf ("%s is complete up to offset %" PRIu64 "%s", r.export.name,
+                               r.complete, flush_state);
+    /* A download's local half: the remote sender's end explains a stream
+     * cut short, and the parent says so on one line. */
+    if (!(r.truncated && options->report_fd > 0 &&
+          nbd_remote_defer_line (options->report_fd, r.error->message, where)))
+      ferry_error ("%s%s%s", r.error->message, where ? "; " : "", where ? where : "");
     g_error_free (r.error);
   } else if (r.end_seen && !r.parser.ranged &&
              (r.parser.header.flags & STREAM_FLAG_DIGEST || options->raw)) {
