@@ -347,7 +347,7 @@ on_dest_digests (struct nbd_block_digests *d, const GError *error, void *data)
   __atomic_store_n (&r->kicked, true, __ATOMIC_RELEASE);
   if (error)
     set_failure (r, g_error_copy (error));
-  else if (!nbd_range_write_digests (r->out, &r->range, d->digests, &e))
+  else if (!r->error && !nbd_range_write_digests (r->out, &r->range, d->digests, &e))
     set_failure (r, e);
 }
 
@@ -678,6 +678,25 @@ read_input (struct receiver *r)
   return false;
 }
 
+/* --delta: the range's records wait for DEST's digests, all but the
+ * RANGE record that a local half's request brings.  The sender sends
+ * nothing more until it has the digests, so stdin is read meanwhile: a
+ * sender that went away is noticed at once, not after the range's reads. */
+static bool
+waits_for_digests (const struct receiver *r)
+{
+  const struct stream_parser *p = &r->parser;
+  uint32_t type;
+  uint64_t offset, length;
+
+  if (!r->dest_pending || r->input_pos == r->input_len)
+    return false;
+  return !(p->state == STREAM_IN_RECORD && p->have == 0 && !p->in_range &&
+           r->input_len - r->input_pos >= STREAM_RECORD_SIZE &&
+           stream_decode_record (r->in_data + r->input_pos, &type, &offset, &length) &&
+           type == STREAM_RANGE);
+}
+
 static void retire (struct receiver *r);
 
 static void
@@ -695,7 +714,7 @@ work (struct receiver *r)
       answer_range (r);
       continue;
     }
-    if (r->dest_pending)
+    if (waits_for_digests (r))
       return;
     if (r->input_pos < r->input_len) {
       raw ? consume_raw (r) : consume_stream (r);
