@@ -802,7 +802,11 @@ channel_code (const struct remote_channel *c, int stop_code)
 {
   /* A local half killed here did not fail: the remote one did. */
   int local = c->child_silenced ? FERRY_EXIT_OK : child_code (c->child_status);
-  int remote = remote_code (c->remote_status, c->remote_signal, stop_code);
+  /* A remote half whose channel was closed here, before its status came,
+   * did not fail either, unless the local receiver's stream was cut short
+   * (cut_reason): then it ended first, and its status was on its way. */
+  int remote = c->remote_cut && !c->cut_reason && !c->rc->stop_signum
+               ? FERRY_EXIT_OK : remote_code (c->remote_status, c->remote_signal, stop_code);
 
   return copy_exit_code (c->rc->upload, local, remote, c->relay_code, stop_code);
 }
