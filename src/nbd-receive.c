@@ -784,6 +784,30 @@ pump (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* After a failure: where DEST is complete, for its line; NULL if nothing
+ * was written, or the failure says enough. */
+static char *
+where_complete (const struct receiver *r, bool flushed)
+{
+  const char *flush_state = r->export.lost ? "" : flushed ? " (flushed)" : " (not flushed)";
+  int code = r->error->code;
+
+  if (code == FERRY_EXIT_DIGEST || code == FERRY_EXIT_TOO_SMALL ||
+      (!r->header_seen && !r->options->raw))
+    return NULL;
+  if (r->parser.ranged && r->range_open)
+    /* The ranges before were answered: complete, and flushed with it. */
+    return g_strdup_printf ("in its range %" PRId64 " (offset %" PRIu64 ", %" PRIu64
+                            " bytes), %s is complete up to offset %" PRIu64 "%s",
+                            r->range.index, r->range.offset, r->range.length, r->export.name,
+                            MAX (r->complete, r->range.offset), flush_state);
+  if (r->parser.ranged)
+    return g_strdup_printf ("the ranges %s answered for are complete%s", r->export.name,
+                            flush_state);
+  return g_strdup_printf ("%s is complete up to offset %" PRIu64 "%s", r->export.name,
+                          r->complete, flush_state);
+}
+
 /* The first signal stops reading the stream; the commands in flight end
  * and every connection is flushed, so that the offset reported complete
  * is durable.  One after the END record changes nothing: only the flush
@@ -891,24 +915,8 @@ nbd_receive_main (const struct nbd_stream_options *options)
     r.error = g_error_copy (r.export.lost);
   }
   if (r.error) {
-    const char *flush_state = r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)";
-    g_autofree char *where = NULL;
+    g_autofree char *where = where_complete (&r, flushed);
     rc = r.error->code;
-    if (rc == FERRY_EXIT_DIGEST || rc == FERRY_EXIT_TOO_SMALL ||
-        (!r.header_seen && !options->raw))
-      where = NULL;
-    else if (r.parser.ranged && r.range_open)
-      /* The ranges before were answered: complete, and flushed with it. */
-      where = g_strdup_printf ("in its range %" PRId64 " (offset %" PRIu64 ", %" PRIu64
-                               " bytes), %s is complete up to offset %" PRIu64 "%s",
-                               r.range.index, r.range.offset, r.range.length, r.export.name,
-                               MAX (r.complete, r.range.offset), flush_state);
-    else if (r.parser.ranged)
-      where = g_strdup_printf ("the ranges %s answered for are complete%s", r.export.name,
-                               flush_state);
-    else
-      where = g_strdup_printf ("%s is complete up to offset %" PRIu64 "%s", r.export.name,
-                               r.complete, flush_state);
     /* A download's local half: the remote sender's end explains a stream
      * cut short, and the parent says so on one line. */
     if (!(r.truncated && options->report_fd > 0 &&
