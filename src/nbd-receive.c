@@ -24,6 +24,7 @@
 #include "gsource-release.h"
 #include "nbd-block-digests.h"
 #include "nbd-ranges.h"
+#include "nbd-remote.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 #include "progress.h"
@@ -69,6 +70,7 @@ struct receiver {
 
   struct stream_parser parser;
   bool header_seen, end_seen;
+  bool truncated;             /* the failure: stdin ended before the END record */
   uint64_t size;              /* the image's size: the stream's, or (raw) the export's */
   struct payload *record;     /* the DATA record (raw: the piece) being filled */
   uint64_t record_offset, record_length, record_have;
@@ -325,7 +327,7 @@ on_dest_digests (struct nbd_block_digests *d, const GError *error, void *data)
   __atomic_store_n (&r->kicked, true, __ATOMIC_RELEASE);
   if (error)
     set_failure (r, g_error_copy (error));
-  else if (!nbd_range_write_digests (r->out, &r->range, d->digests, &e))
+  else if (!r->error && !nbd_range_write_digests (r->out, &r->range, d->digests, &e))
     set_failure (r, e);
 }
 
@@ -656,6 +658,25 @@ read_input (struct receiver *r)
   return false;
 }
 
+/* --delta: the range's records wait for DEST's digests, all but the
+ * RANGE record that a local half's request brings.  The sender sends
+ * nothing more until it has the digests, so stdin is read meanwhile: a
+ * sender that went away is noticed at once, not after the range's reads. */
+static bool
+waits_for_digests (const struct receiver *r)
+{
+  const struct stream_parser *p = &r->parser;
+  uint32_t type;
+  uint64_t offset, length;
+
+  if (!r->dest_pending || r->input_pos == r->input_len)
+    return false;
+  return !(p->state == STREAM_IN_RECORD && p->have == 0 && !p->in_range &&
+           r->input_len - r->input_pos >= STREAM_RECORD_SIZE &&
+           stream_decode_record (r->in_data + r->input_pos, &type, &offset, &length) &&
+           type == STREAM_RANGE);
+}
+
 static void retire (struct receiver *r);
 
 static void
@@ -673,7 +694,7 @@ work (struct receiver *r)
       answer_range (r);
       continue;
     }
-    if (r->dest_pending)
+    if (waits_for_digests (r))
       return;
     if (r->input_pos < r->input_len) {
       raw ? consume_raw (r) : consume_stream (r);
@@ -682,9 +703,11 @@ work (struct receiver *r)
     if (r->in_eof) {
       if (raw)
         finish_raw (r);
-      else if (!stream_parser_eof (&r->parser))
+      else if (!stream_parser_eof (&r->parser)) {
         set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "%s",
                                      r->parser.error));
+        r->truncated = true;
+      }
       return;
     }
     if (!read_input (r))
@@ -739,6 +762,30 @@ pump (gpointer data)
   if (r->export.lost || (r->flushing && g_queue_is_empty (&r->commands)))
     g_main_loop_quit (r->loop);
   return G_SOURCE_CONTINUE;
+}
+
+/* After a failure: where DEST is complete, for its line; NULL if nothing
+ * was written, or the failure says enough. */
+static char *
+where_complete (const struct receiver *r, bool flushed)
+{
+  const char *flush_state = r->export.lost ? "" : flushed ? " (flushed)" : " (not flushed)";
+  int code = r->error->code;
+
+  if (code == FERRY_EXIT_DIGEST || code == FERRY_EXIT_TOO_SMALL ||
+      (!r->header_seen && !r->options->raw))
+    return NULL;
+  if (r->parser.ranged && r->range_open)
+    /* The ranges before were answered: complete, and flushed with it. */
+    return g_strdup_printf ("in its range %" PRId64 " (offset %" PRIu64 ", %" PRIu64
+                            " bytes), %s is complete up to offset %" PRIu64 "%s",
+                            r->range.index, r->range.offset, r->range.length, r->export.name,
+                            MAX (r->complete, r->range.offset), flush_state);
+  if (r->parser.ranged)
+    return g_strdup_printf ("the ranges %s answered for are complete%s", r->export.name,
+                            flush_state);
+  return g_strdup_printf ("%s is complete up to offset %" PRIu64 "%s", r->export.name,
+                          r->complete, flush_state);
 }
 
 /* The first signal stops reading the stream; the commands in flight end
@@ -848,23 +895,13 @@ nbd_receive_main (const struct nbd_stream_options *options)
     r.error = g_error_copy (r.export.lost);
   }
   if (r.error) {
+    g_autofree char *where = where_complete (&r, flushed);
     rc = r.error->code;
-    if (rc == FERRY_EXIT_DIGEST || rc == FERRY_EXIT_TOO_SMALL ||
-        (!r.header_seen && !options->raw))
-      ferry_error ("%s", r.error->message);
-    else if (r.parser.ranged && r.range_open)
-      /* The ranges before were answered: complete, and flushed with it. */
-      ferry_error ("%s; in its range %" PRId64 " (offset %" PRIu64 ", %" PRIu64 " bytes), %s "
-                   "is complete up to offset %" PRIu64 "%s", r.error->message, r.range.index,
-                   r.range.offset, r.range.length, r.export.name, MAX (r.complete, r.range.offset),
-                   r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)");
-    else if (r.parser.ranged)
-      ferry_error ("%s; the ranges %s answered for are complete%s", r.error->message,
-                   r.export.name, r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)");
-    else
-      ferry_error ("%s; %s is complete up to offset %" PRIu64 "%s", r.error->message,
-                   r.export.name, r.complete,
-                   r.export.lost ? "" : flushed ? " (flushed)" : " (not flushed)");
+    /* A download's local half: the remote sender's end explains a stream
+     * cut short, and the parent says so on one line. */
+    if (!(r.truncated && options->report_fd > 0 &&
+          nbd_remote_defer_line (options->report_fd, r.error->message, where)))
+      ferry_error ("%s%s%s", r.error->message, where ? "; " : "", where ? where : "");
     g_error_free (r.error);
   } else if (r.end_seen && !r.parser.ranged &&
              (r.parser.header.flags & STREAM_FLAG_DIGEST || options->raw)) {

@@ -5,7 +5,7 @@
  *    a child process with one end of a socketpair as its stdout (upload) or
  *    stdin (download).  The child is forked before anything else exists
  *    (no thread, no ssh session, no main-loop source to inherit), and waits
- *    on a pipe until the remote half runs: nothing is read from or written
+ *    on a socket until the remote half runs: nothing is read from or written
  *    to an export before the host key and the login have been checked;
  *  - the remote half, the other stream mode, is the remote helper run over
  *    an exec channel, its arguments quoted for the remote shell one by one;
@@ -97,7 +97,12 @@ struct remote_channel {
   int child_status;           /* the child's wait status */
   bool aborted;               /* ended here: another channel failed */
   bool started;               /* its remote half runs, and its child went */
-  int fd, go;                 /* the parent's ends of the socketpair and pipe */
+  int fd, go;                 /* the parent's ends of the socketpairs for the
+                                 stream and the go (and a download's
+                                 deferred line) */
+  char *cut_reason;           /* a local receiver's stream cut short: its
+                                 line (nbd_remote_defer_line), or NULL */
+  char *cut_where;            /* and where its destination is complete */
   int control;                /* --streams: the controller's socket, or -1 */
   GSource *control_watch;
   struct nbd_range range;     /* the range it holds; index -1 none */
@@ -229,11 +234,14 @@ run_local_half (const struct nbd_stream_options *o, int fd, int go, int control,
   do
     n = read (go, &c, 1);
   while (n < 0 && errno == EINTR);
-  close (go);
+  if (n != 1 || upload)
+    close (go);
   if (n != 1) {
     close (fd);
     return FERRY_EXIT_OK;
   }
+  if (!upload)
+    local.report_fd = go;
   if ((control >= 0 || upload) && dup2 (fd, STDOUT_FILENO) < 0)
     goto failed;
   if ((control >= 0 || !upload) && dup2 (fd, STDIN_FILENO) < 0)
@@ -270,6 +278,48 @@ copy_quit_if_done (struct remote_copy *rc)
 {
   if (all_done (rc))
     g_main_loop_quit (rc->loop);
+}
+
+bool
+nbd_remote_defer_line (int report_fd, const char *reason, const char *where)
+{
+  g_autoptr (GString) packet = g_string_new (reason);
+
+  /* The reason, then after a NUL the place, if any. */
+  if (where) {
+    g_string_append_c (packet, '\0');
+    g_string_append (packet, where);
+  }
+  return send (report_fd, packet->str, packet->len, MSG_NOSIGNAL) == (ssize_t) packet->len;
+}
+
+/* The line that @c's local receiver deferred, if it sent one. */
+static void
+take_deferred_line (struct remote_channel *c)
+{
+  ssize_t len = recv (c->go, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+  char *packet;
+
+  if (len <= 0)
+    return;
+  packet = g_malloc (len + 1);
+  len = recv (c->go, packet, len, MSG_DONTWAIT);
+  if (len <= 0) {
+    g_free (packet);
+    return;
+  }
+  packet[len] = '\0';
+  c->cut_reason = packet;
+  if (strlen (packet) < (size_t) len)
+    c->cut_where = g_strdup (packet + strlen (packet) + 1);
+}
+
+static void
+print_deferred_line (const struct remote_channel *c)
+{
+  if (c->cut_reason)
+    ferry_error ("%s%s%s", c->cut_reason, c->cut_where ? "; " : "",
+                 c->cut_where ? c->cut_where : "");
 }
 
 /* The remote half's outcome is in: the relay (and the channel) can go. */
@@ -392,6 +442,8 @@ on_child_exit (GPid pid, gint wstatus, gpointer data)
   g_spawn_close_pid (pid);
   c->child_done = true;
   c->child_status = wstatus;
+  if (!c->rc->upload)
+    take_deferred_line (c);
   if (!c->rc->upload && !c->relay_done && !(WIFEXITED (wstatus) && WEXITSTATUS (wstatus) == 0)) {
     end_relay (c, FERRY_EXIT_OK);
     c->remote_cut = c->remote_status < 0 && c->remote_signal == NULL;
@@ -691,22 +743,30 @@ static void
 report_halves (const struct remote_channel *c, int code)
 {
   int stop_signum = c->rc->stop_signum;
+  /* A local receiver's stream cut short by the remote sender's failure:
+   * that failure's line says why, this one only where DEST is complete. */
+  bool remote_failed = code == FERRY_EXIT_REMOTE ||
+                       (code >= FERRY_EXIT_REMOTE_NBD && code <= FERRY_EXIT_REMOTE_TOO_SMALL);
+  g_autofree char *where = remote_failed && c->cut_where ? g_strdup_printf ("; %s", c->cut_where)
+                                                         : g_strdup ("");
 
+  if (!remote_failed)
+    print_deferred_line (c);
   if (WIFSIGNALED (c->child_status) && !c->child_silenced)
     ferry_error ("%s%sthe local half was killed by SIG%s", c->rc->ranged ? c->who : "",
                  c->rc->ranged ? ": " : "", sigabbrev_np (WTERMSIG (c->child_status)));
   if (c->remote_cut && stop_signum)
     ferry_error ("%s: the remote half had not ended when the local half stopped: its "
-                 "channel was closed (ran: %s)", c->who, c->command);
+                 "channel was closed (ran: %s)%s", c->who, c->command, where);
   else if (c->remote_signal)
-    ferry_error ("%s: the remote half was killed by SIG%s (ran: %s)", c->who,
-                 c->remote_signal, c->command);
+    ferry_error ("%s: the remote half was killed by SIG%s (ran: %s)%s", c->who,
+                 c->remote_signal, c->command, where);
   else if (code == FERRY_EXIT_REMOTE && c->remote_status < 0)
     ferry_error ("%s: the remote half ended without an exit status: killed by a signal, or "
-                 "its session died (ran: %s)", c->who, c->command);
+                 "its session died (ran: %s)%s", c->who, c->command, where);
   else if (code == FERRY_EXIT_REMOTE)
-    ferry_error ("%s: the remote half exited with status %d (ran: %s)", c->who,
-                 c->remote_status, c->command);
+    ferry_error ("%s: the remote half exited with status %d (ran: %s)%s", c->who,
+                 c->remote_status, c->command, where);
 }
 
 /* Which side failed: the receiver's failure, unless it only saw the stream
@@ -742,7 +802,11 @@ channel_code (const struct remote_channel *c, int stop_code)
 {
   /* A local half killed here did not fail: the remote one did. */
   int local = c->child_silenced ? FERRY_EXIT_OK : child_code (c->child_status);
-  int remote = remote_code (c->remote_status, c->remote_signal, stop_code);
+  /* A remote half whose channel was closed here, before its status came,
+   * did not fail either, unless the local receiver's stream was cut short
+   * (cut_reason): then it ended first, and its status was on its way. */
+  int remote = c->remote_cut && !c->cut_reason && !c->rc->stop_signum
+               ? FERRY_EXIT_OK : remote_code (c->remote_status, c->remote_signal, stop_code);
 
   return copy_exit_code (c->rc->upload, local, remote, c->relay_code, stop_code);
 }
@@ -877,13 +941,14 @@ start_children (const struct nbd_stream_options *o, struct remote_copy *rc, int 
   int size = SOCKET_BUFFER;
   int (*fds)[6] = g_malloc_n (rc->n, sizeof *fds);
 
-  /* For each: the stream's socketpair, the go pipe (written here, read
-   * there) and the controller's socketpair; the child's ends are odd. */
+  /* For each: the stream's socketpair, the go socketpair (its "g" written
+   * here, a deferred line written there) and the controller's socketpair;
+   * the child's ends are odd. */
   for (unsigned i = 0; i < rc->n; i++) {
-    int *f = fds[i], go[2];
+    int *f = fds[i];
     f[4] = f[5] = -1;
     if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f) < 0 ||
-        pipe2 (go, O_CLOEXEC) < 0 || (f[2] = go[1], f[3] = go[0], false) ||
+        socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f + 2) < 0 ||
         (rc->ranged && socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f + 4) < 0)) {
       ferry_error ("cannot set up the local half: %s", g_strerror (errno));
       *exit_code = FERRY_EXIT_FAILURE;
@@ -985,8 +1050,11 @@ copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
   int stop_code = rc->stop_signum ? 128 + rc->stop_signum : 0, code = FERRY_EXIT_OK;
   bool complete;
 
-  if (rc->cutting)
+  if (rc->cutting) {
+    for (unsigned i = 0; i < rc->n; i++)
+      print_deferred_line (&rc->ch[i]);
     return stop_code;
+  }
   if (rc->error) {
     ferry_error ("%s", rc->error->message);
     return rc->error->code;
@@ -1088,6 +1156,8 @@ nbd_remote_main (const struct ferry_options *options)
     g_free (c->channel_name);
     g_free (c->command);
     g_free (c->remote_signal);
+    g_free (c->cut_reason);
+    g_free (c->cut_where);
   }
   g_clear_pointer (&rc.stop_timer, gsource_release);
   signal_watch_free (signals);

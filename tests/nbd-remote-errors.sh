@@ -27,8 +27,15 @@ remote_copy up "$(uri src)" "$(uri small)"
 expect 33 "ferry: $host: $(uri small) is 1048576 bytes, smaller than the stream's image of 8388608 bytes" \
     "upload, remote DST too small"
 assert_eq 1 "$(wc -l < "$T/remote.err")" "upload, remote DST too small: one line"
-remote_copy down "$(uri missing)" "$(uri small)"
-expect 30 "ferry: $host: cannot connect to $(uri missing): " "download, remote SRC missing"
+# The local receiver's stream ends in its header: the remote's line says
+# why, and the receiver's own ("stream truncated") would repeat it.
+for streams in 1 2; do
+    who=$host; [ $streams = 1 ] || who="$host (stream 1)"
+    remote_copy down "$(uri missing)" "$(uri small)" --streams=$streams
+    expect 30 "ferry: $who: cannot connect to $(uri missing): " "download, remote SRC missing"
+    assert_eq "ferry: $who: cannot connect to $(uri missing): nbd_connect_uri: connect: No such file or directory" \
+        "$(cat "$T/remote.err")" "download, remote SRC missing, --streams=$streams: the one line"
+done
 remote_copy down "$(uri src)" "$(uri small)"
 expect 23 "ferry: $(uri small) is 1048576 bytes, smaller than the stream's image of 8388608 bytes" \
     "download, local DST too small"
