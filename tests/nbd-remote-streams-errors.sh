@@ -112,7 +112,7 @@ for way in $ways; do
     pid=$!
     wait_until 20 started
     sleep 1
-    kill -TERM "$pid"
+    kill -TERM "$pid" || fail "$way: the copy ended before SIGTERM: $(cat "$T/$way-term.err")"
     wait_rc 10 "$pid"
     cat "$T/$way-term.err" >&2
     assert_eq 143 "$rc" "$way, SIGTERM: exit code"
