@@ -288,10 +288,16 @@ relay_finish (struct relay *relay)
   if (relay->config.verbose)
     relay_print_stats (relay);
   for (struct pump *p = &relay->up; p; p = p == &relay->up ? &relay->down : NULL) {
+    /* The remote end that was given up on while it still sent. */
+    g_autofree char *unconfirmed =
+      p == &relay->down && relay->up.dst_done && endpoint_delivering (relay->remote)
+      ? g_strdup_printf ("; it did not confirm the delivery of the %" G_GUINT64_FORMAT
+                         " bytes sent to it", relay->up.bytes)
+      : NULL;
     if (p->dropped > 0)
       ferry_error ("%s%s%" G_GUINT64_FORMAT " more bytes from %s dropped after "
-                   "%s failed", label_prefix (relay), label_sep (relay), p->dropped,
-                   p->src->name, endpoint_write_name (p->dst));
+                   "%s failed%s", label_prefix (relay), label_sep (relay), p->dropped,
+                   p->src->name, endpoint_write_name (p->dst), unconfirmed ? unconfirmed : "");
   }
   /* Deferred to a dispatch of its own, at the priority of the traffic:
    * at idle priority, busy relays beside it would hold a finished one,
@@ -402,6 +408,18 @@ half_close_timer_start (struct relay *relay)
   gsource_attach (relay->half_close_timer);
 }
 
+/* Whether the remote end still has to confirm what up gave it
+ * (endpoint_delivering).  After down failed, only while what it still
+ * sends, dropped, could be what holds its close back (its last lines):
+ * past a buffer's worth it is streaming on, and would close only at its
+ * end, if ever (relay_finish says what was not confirmed). */
+static bool
+awaits_remote (const struct relay *relay)
+{
+  return relay->up.dst_done && endpoint_delivering (relay->remote) &&
+         !(relay->down.failed && relay->down.dropped > relay->down.buf->size);
+}
+
 /* Apply the end-of-stream rules, then derive the watches. */
 static void
 relay_settle (struct relay *relay)
@@ -448,17 +466,16 @@ relay_settle (struct relay *relay)
   /* A failed direction keeps reading (and dropping) only so that its
    * source, which may be blocked writing, can still take the other
    * direction's bytes (an echoing peer would otherwise deadlock), or can
-   * still confirm them (endpoint_delivering): libssh keeps an ssh
-   * channel's close back while any of its bytes are unread, even on
-   * stderr. */
+   * still confirm them (awaits_remote): libssh keeps an ssh channel's
+   * close back while any of its bytes are unread, even on stderr. */
+  bool remote_to_confirm = awaits_remote (relay);
   if (relay->up.failed && pump_finished (&relay->down))
     relay->up.src_done = true;
-  if (relay->down.failed && pump_finished (&relay->up) &&
-      !(relay->up.dst_done && endpoint_delivering (relay->remote)))
+  if (relay->down.failed && pump_finished (&relay->up) && !remote_to_confirm)
     relay->down.src_done = true;
   if (pump_finished (&relay->up) && pump_finished (&relay->down)) {
     /* Unless an end's peer still has to confirm what it was given. */
-    if (!(relay->up.dst_done && endpoint_delivering (relay->remote)) &&
+    if (!remote_to_confirm &&
         !(relay->down.dst_done && endpoint_delivering (relay->local))) {
       relay_finish (relay);
       return;
