@@ -91,7 +91,9 @@ connect_unix (const struct address *a, const struct connect_options *opts,
       continue;
     int err = errno == EAGAIN || errno == EINPROGRESS ? ETIMEDOUT : errno;
     close (fd);
-    if (!signal_watch_set_stopped (error, address_display_name (a)))
+    /* Stopped only if the signal cut the wait: a forwarder's worker may
+     * fail on its own after the main loop took the signal. */
+    if (!(err == EINTR && signal_watch_set_stopped (error, address_display_name (a))))
       set_connect_error (error, a, g_strerror (err));
     return NULL;
   }
@@ -171,15 +173,19 @@ connect_tcp (const struct address *a, const struct connect_options *opts,
     set_connect_error (error, a, r == EAI_SYSTEM ? g_strerror (errno) : gai_strerror (r));
     return NULL;
   }
-  /* Every resolved address in order, as nc does; the last error stands. */
-  for (struct addrinfo *ai = list; ai && fd < 0 && !signal_watch_stop_pending ();
-       ai = ai->ai_next) {
+  /* Every resolved address in order, as nc does; the last error stands,
+   * or EINTR for a stop signal that cut the wait or skips the rest. */
+  for (struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
+    if (signal_watch_stop_pending ()) {
+      err = EINTR;
+      break;
+    }
     fd = connect_tcp_one (ai, opts, timeout_ms);
     if (fd < 0)
       err = errno;
   }
   freeaddrinfo (list);
-  if (fd < 0 && signal_watch_set_stopped (error, address_display_name (a)))
+  if (fd < 0 && err == EINTR && signal_watch_set_stopped (error, address_display_name (a)))
     return NULL;
   if (fd < 0) {
     set_connect_error (error, a, g_strerror (err));
