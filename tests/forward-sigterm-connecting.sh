@@ -8,16 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 need python3 socat ss
 port=$(free_port)
-python3 - "$port" > "$T/ready" <<'PY' & track $!
-import socket, sys, time
-t = socket.socket(); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-t.bind(("127.0.0.1", int(sys.argv[1]))); t.listen(0)
-print("ready", flush=True)
-time.sleep(120)
-PY
-wait_until 10 grep -q ready "$T/ready"
-bg socat -u "TCP:127.0.0.1:$port" /dev/null
-wait_until 10 has_backlog_tcp "$port"
+hung_tcp_server "$port"
 
 bg "$FERRY" -l --connect-timeout 2 "unix:$T/A.sock" "tcp:127.0.0.1:$port" 2> "$T/err"
 ferry=$LAST_PID

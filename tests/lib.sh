@@ -192,6 +192,22 @@ has_unread_socket () { ss -Hxp state established | grep -F "pid=$1," | awk '$2 >
 has_backlog_tcp () { ss -Hltn "sport = :$1" | awk '$2 > 0 { f = 1 } END { exit !f }'; }
 has_backlog_unix () { ss -Hlx | awk -v p="$1" '$5 == p && $3 > 0 { f = 1 } END { exit !f }'; }
 
+# A TCP server on 127.0.0.1:PORT that never accepts (backlog 0), already
+# holding one queued connection: a connect to it waits in SYN_SENT until
+# it gives up.  Needs python3, socat and ss.
+hung_tcp_server () {  # PORT
+    python3 - "$1" > "$T/hung-$1.ready" <<'PY' & track $!
+import socket, sys, time
+t = socket.socket(); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+t.bind(("127.0.0.1", int(sys.argv[1]))); t.listen(0)
+print("ready", flush=True)
+time.sleep(120)
+PY
+    wait_until 10 grep -q ready "$T/hung-$1.ready"
+    bg socat -u "TCP:127.0.0.1:$1" /dev/null
+    wait_until 10 has_backlog_tcp "$1"
+}
+
 # True when no socket of PID has unread bytes queued (so PID has read
 # everything its peers sent so far).  For wait_until.
 recv_queues_empty () {  # PID

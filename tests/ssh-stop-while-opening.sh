@@ -10,17 +10,7 @@ need python3 socat ss
 start_sshd main /usr/bin:/bin
 
 port=$(free_port)
-python3 - "$port" > "$T/ready" <<'PY' & track $!
-import socket, sys, time
-t = socket.socket(); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-t.bind(("127.0.0.1", int(sys.argv[1]))); t.listen(0)
-print("ready", flush=True)
-time.sleep(120)
-PY
-wait_until 10 grep -q ready "$T/ready"
-# Fill the backlog: this connection waits, never accepted.
-bg socat -u "TCP:127.0.0.1:$port" /dev/null
-wait_until 10 has_backlog_tcp "$port"
+hung_tcp_server "$port"
 
 address="$(ssh_base)?tcp=127.0.0.1:$port&proxy=direct&keyfile=$SSH_KEY"
 # sshd's connect to the server: the channel's open is on its way.
