@@ -599,7 +599,9 @@ sample_progress (struct progress_counter *counters, void *data)
   counters[0].bytes = rc->done_bytes;
   counters[0].total = rc->size;
   counters[1].bytes = rc->data_bytes;
-  counters[2].bytes = rc->done_bytes - rc->data_bytes;
+  counters[2].bytes = rc->done_bytes - rc->data_bytes - rc->same_bytes;
+  if (rc->options->stream.delta)
+    counters[3].bytes = rc->same_bytes;
 }
 
 /* --- Signals. --- */

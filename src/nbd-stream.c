@@ -153,10 +153,11 @@ nbd_stream_progress_new (const struct nbd_stream_options *o, progress_sample_fn 
                          void *data)
 {
   static const struct progress_counter counters[] = {
-    { .label = "image" }, { .label = "data" }, { .label = "zero" },
+    { .label = "image" }, { .label = "data" }, { .label = "zero" }, { .label = "same" },
   };
 
-  return progress_new (&o->progress, counters, G_N_ELEMENTS (counters), sample, data);
+  return progress_new (&o->progress, counters, G_N_ELEMENTS (counters) - !o->delta, sample,
+                       data);
 }
 
 void

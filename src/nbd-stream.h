@@ -154,7 +154,8 @@ int nbd_send_main (const struct nbd_stream_options *options, bool digest_only);
 int nbd_receive_main (const struct nbd_stream_options *options);
 
 /* --progress: a line of three counters, "image" (bytes in offset order,
- * of the image's size), "data" and "zero", which @sample fills in. */
+ * of the image's size), "data" and "zero", and with --delta a fourth,
+ * "same" (the blocks DEST already had), which @sample fills in. */
 struct progress *nbd_stream_progress_new (const struct nbd_stream_options *options,
                                           progress_sample_fn sample, void *data);
 

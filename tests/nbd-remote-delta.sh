@@ -4,7 +4,8 @@
 # overwritten at random (qemu-io); a re-sync with --delta sends only those
 # blocks (the -v counts of the copy: blocks compared and sent, bytes
 # saved, DATA bytes) and makes the copy identical (qemu-img compare, the composed
-# digest); once identical, a re-sync sends nothing.
+# digest); once identical, a re-sync sends nothing, and --progress counts
+# the whole image as same.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
@@ -49,8 +50,14 @@ assert_eq 0 "$REMOTE_RC" "first copy: exit code"
 scribble "$(uri dst)" 7
 remote_copy up "$(uri src)" "$(uri dst)" --streams=4 --delta -v
 check_resync up "$(uri src)" "$(uri dst)" $changed
-remote_copy up "$(uri src)" "$(uri dst)" --streams=4 --delta -v
+remote_copy up "$(uri src)" "$(uri dst)" --streams=4 --delta -v --progress=always
 check_resync "up, identical" "$(uri src)" "$(uri dst)" 0
+# --progress's last line: every block was SAME, none data or zero.
+line=$(tr '\r' '\n' < "$T/remote.err" | grep -a ' image ' | tail -1)
+case $line in
+*"  data 0 B "*"  zero 0 B "*"  same 1.00 GiB "*) ;;
+*) fail "up, identical: progress line: $line" ;;
+esac
 
 # Download: the local receiver computes its DEST's digests, the remote
 # sender compares.
