@@ -407,10 +407,6 @@ step_batch (void *data)
   struct open_batch *b = data;
   bool waiting = false;
 
-  /* A stop signal gives up the wait (the main loop, blocked meanwhile,
-   * then delivers it): a link that stalls here would hold it for ever. */
-  if (signal_watch_stop_pending ())
-    return SSH_ERROR;
   for (size_t j = 0; j < b->n; j++) {
     if (b->rc[j] == SSH_AGAIN)
       b->rc[j] = b->step (&b->p[j]);

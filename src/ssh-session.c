@@ -13,12 +13,16 @@
 #include "error.h"
 #include "gsource-release.h"
 #include "message.h"
+#include "signal-watch.h"
 #include "ssh-setup.h"
 
 /* Without --connect-timeout: how long the final flush may take. */
 #define FINAL_FLUSH_MS 60000
 /* A blocking wait re-polls libssh at least this often. */
 #define WAIT_SLICE_MS 200
+/* Without --connect-timeout: how long the handshake may take, as libssh's
+ * own blocking ssh_connect allows. */
+#define HANDSHAKE_MS 10000
 
 struct conn_source {
   GSource source;
@@ -174,13 +178,18 @@ on_keepalive (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-int
-ferry_ssh_conn_wait (struct ferry_ssh_conn *c, int (*step) (void *data), void *data, int again)
+/* ferry_ssh_conn_wait, for at most @timeout_ms (-1: no limit). */
+static int
+wait_for (struct ferry_ssh_conn *c, int (*step) (void *data), void *data, int again,
+          int timeout_ms)
 {
-  gint64 deadline = c->timeout_ms < 0 ? -1 : g_get_monotonic_time () + c->timeout_ms * G_GINT64_CONSTANT (1000);
+  gint64 deadline = timeout_ms < 0 ? -1 : g_get_monotonic_time () + timeout_ms * G_GINT64_CONSTANT (1000);
   int rc;
 
-  while ((rc = step (data)) == again) {
+  /* A stop signal gives up the wait (the main loop, blocked meanwhile,
+   * then delivers it): a link that stalls here would hold it for ever.
+   * poll() returns at the signal, whatever SA_RESTART says. */
+  while ((rc = step (data)) == again && !signal_watch_stop_pending ()) {
     int slice = WAIT_SLICE_MS;
     struct pollfd pfd = {
       .fd = ssh_get_fd (c->session),
@@ -198,11 +207,43 @@ ferry_ssh_conn_wait (struct ferry_ssh_conn *c, int (*step) (void *data), void *d
   return rc;
 }
 
+int
+ferry_ssh_conn_wait (struct ferry_ssh_conn *c, int (*step) (void *data), void *data, int again)
+{
+  return wait_for (c, step, data, again, c->timeout_ms);
+}
+
+static int
+step_connect (void *session)
+{
+  return ssh_connect (session);
+}
+
+/* Connect, check the host key and log in, every network wait through
+ * wait_for, so that a stop signal ends it. */
+static bool
+conn_open (struct ferry_ssh_conn *c, const struct address *a, GError **error)
+{
+  int rc;
+
+  ssh_set_blocking (c->session, 0);
+  rc = wait_for (c, step_connect, c->session, SSH_AGAIN,
+                 c->timeout_ms < 0 ? HANDSHAKE_MS : c->timeout_ms);
+  if (rc != SSH_OK) {
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
+                     rc == SSH_AGAIN ? "timed out" : ssh_get_error (c->session));
+    return false;
+  }
+  return ferry_ssh_verify_host_key (c->session, c->name, a, error) &&
+         ferry_ssh_authenticate (c, a, c->ask_password, error);
+}
+
 struct ferry_ssh_conn *
 ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
               GError **error)
 {
   g_autoptr (FerrySshConn) c = g_new0 (struct ferry_ssh_conn, 1);
+  g_autoptr (GError) opened = NULL;
 
   c->refs = 1;
   c->clients = g_ptr_array_new ();
@@ -222,16 +263,11 @@ ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
 
   if (!ferry_ssh_configure (c->session, a, opts, &c->name, error))
     return NULL;
-  if (ssh_connect (c->session) != SSH_OK) {
-    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
-                     ssh_get_error (c->session));
+  if (!conn_open (c, a, &opened)) {
+    if (!signal_watch_set_stopped (error, a->text))
+      g_propagate_error (error, g_steal_pointer (&opened));
     return NULL;
   }
-  if (!ferry_ssh_verify_host_key (c->session, c->name, a, error))
-    return NULL;
-  ssh_set_blocking (c->session, 0);
-  if (!ferry_ssh_authenticate (c, a, c->ask_password, error))
-    return NULL;
 
   c->event = ssh_event_new ();
   if (c->event == NULL || ssh_event_add_session (c->event, c->session) != SSH_OK) {

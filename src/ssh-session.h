@@ -50,8 +50,9 @@ guint64 ferry_ssh_conn_bytes_in (struct ferry_ssh_conn *conn);
 
 /* Repeat @step while it returns @again, waiting for the session's fd in
  * between, for at most the connect timeout.  Returns @step's last result,
- * or @again on timeout.  Blocks the main loop: only for short exchanges
- * (opening a channel) before a relay starts. */
+ * or @again on timeout or once a stop signal is pending
+ * (signal_watch_stop_pending).  Blocks the main loop: only for short
+ * exchanges (logging in, opening a channel) before a relay starts. */
 int ferry_ssh_conn_wait (struct ferry_ssh_conn *conn, int (*step) (void *data), void *data,
                    int again);
 
