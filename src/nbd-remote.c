@@ -98,10 +98,13 @@ struct remote_channel {
   bool aborted;               /* ended here: another channel failed */
   bool started;               /* its remote half runs, and its child went */
   int fd, go;                 /* the parent's ends of the socketpairs for the
-                                 stream and the go (and a download's
+                                 stream and the go (and the local half's
                                  deferred line) */
-  char *cut_reason;           /* a local receiver's stream cut short: its
-                                 line (nbd_remote_defer_line), or NULL */
+  GSource *go_watch;          /* an upload's: for the sender's deferred line */
+  char *cut_reason;           /* the local half's deferred line
+                                 (nbd_remote_defer_line), or NULL: a
+                                 receiver's stream cut short, or a sender
+                                 that could not open SRC */
   char *cut_where;            /* and where its destination is complete */
   int control;                /* --streams: the controller's socket, or -1 */
   GSource *control_watch;
@@ -234,14 +237,12 @@ run_local_half (const struct nbd_stream_options *o, int fd, int go, int control,
   do
     n = read (go, &c, 1);
   while (n < 0 && errno == EINTR);
-  if (n != 1 || upload)
-    close (go);
   if (n != 1) {
+    close (go);
     close (fd);
     return FERRY_EXIT_OK;
   }
-  if (!upload)
-    local.report_fd = go;
+  local.report_fd = go;
   if ((control >= 0 || upload) && dup2 (fd, STDOUT_FILENO) < 0)
     goto failed;
   if ((control >= 0 || !upload) && dup2 (fd, STDIN_FILENO) < 0)
@@ -428,6 +429,29 @@ on_relay_done (struct relay *relay, int exit_code, void *data)
   end_relay (c, exit_code);
   channel_ended (c);
   copy_quit_if_done (c->rc);
+}
+
+/* An upload's local sender could not open SRC, and deferred its line: the
+ * channel goes at once, before the remote receiver's line about the empty
+ * stream can come back; the sender's line is printed at the end
+ * (report_halves).  It was sent before the sender's exit closed its
+ * stream, and the watch outranks the relay's: so this runs before the
+ * relay can pass that end on, let alone hear the answer. */
+static gboolean
+on_sender_deferred (gint fd, GIOCondition condition, gpointer data)
+{
+  struct remote_channel *c = data;
+
+  (void) fd; (void) condition;
+  c->go_watch = NULL;
+  take_deferred_line (c);
+  if (c->cut_reason && !c->relay_done) {
+    end_relay (c, FERRY_EXIT_OK);
+    c->remote_cut = c->remote_status < 0 && c->remote_signal == NULL;
+    channel_ended (c);
+    copy_quit_if_done (c->rc);
+  }
+  return G_SOURCE_REMOVE;
 }
 
 /* A local receiver that failed or stopped wants nothing more: the remote
@@ -807,7 +831,7 @@ channel_code (const struct remote_channel *c, int stop_code)
   /* A remote half whose channel was closed here, before its status came,
    * did not fail either, unless the local receiver's stream was cut short
    * (cut_reason): then it ended first, and its status was on its way. */
-  int remote = c->remote_cut && !c->cut_reason && !c->rc->stop_signum
+  int remote = c->remote_cut && (c->rc->upload || !c->cut_reason) && !c->rc->stop_signum
                ? FERRY_EXIT_OK : remote_code (c->remote_status, c->remote_signal, stop_code);
 
   return copy_exit_code (c->rc->upload, local, remote, c->relay_code, stop_code);
@@ -836,6 +860,13 @@ run_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
                             g_strerror (errno));
   }
   c->started = true;
+  if (rc->upload) {
+    c->go_watch = g_unix_fd_source_new (c->go, G_IO_IN);
+    g_source_set_priority (c->go_watch, G_PRIORITY_HIGH);
+    g_source_set_callback (c->go_watch, (GSourceFunc) (void (*) (void)) on_sender_deferred,
+                           c, NULL);
+    gsource_attach (c->go_watch);
+  }
   c->relay = relay_new (endpoint_socket_new (c->fd, "the local half"), c->channel, &rc->config,
                         on_relay_done, c);
   c->fd = -1;
@@ -1149,6 +1180,7 @@ nbd_remote_main (const struct ferry_options *options)
     ferry_ssh_conn_unref (rc.conn);
   for (unsigned i = 0; i < rc.n; i++) {
     struct remote_channel *c = &rc.ch[i];
+    g_clear_pointer (&c->go_watch, gsource_release);
     if (c->go >= 0)
       close (c->go);
     if (c->fd >= 0)

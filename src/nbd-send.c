@@ -29,6 +29,7 @@
 #include "gsource-release.h"
 #include "nbd-ranges.h"
 #include "nbd-read-queue.h"
+#include "nbd-remote.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 #include "progress.h"
@@ -649,7 +650,11 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   signals = signal_watch_new (on_signal, &s);
   s.export.kicked = &s.kicked;
   if (!nbd_export_open (&s.export, options, uri, false, &error)) {
-    ferry_error ("%s", error->message);
+    /* An upload's local half: the parent prints it, and closes the channel
+     * before the remote receiver's line about the empty stream comes. */
+    if (!(options->report_fd > 0 && nbd_remote_defer_line (options->report_fd, error->message,
+                                                           NULL)))
+      ferry_error ("%s", error->message);
     nbd_export_close (&s.export);
     signal_watch_free (signals);
     g_main_loop_unref (s.loop);

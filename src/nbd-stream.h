@@ -50,8 +50,9 @@ struct nbd_stream_options {
                                  that differ from DEST's (SAME for the rest) */
   int control_fd;             /* a local half of --streams: its socket to the
                                  controller (nbd-ranges.h); 0: none */
-  int report_fd;              /* a download's local half: its socket to the
-                                 parent, for nbd_remote_defer_line; 0: none */
+  int report_fd;              /* a local half of the remote mode: its socket
+                                 to the parent, for nbd_remote_defer_line;
+                                 0: none */
 };
 
 /* One libnbd connection on the glib main loop (nbd-aio-source.c). */
