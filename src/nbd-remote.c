@@ -1142,6 +1142,7 @@ nbd_remote_main (const struct ferry_options *options)
     return error->code;
   }
   signal (SIGPIPE, SIG_IGN);
+  nbd_stream_keep_freed_memory ();
   rc.upload = o->remote_receive != NULL;
   rc.n = o->streams ? o->streams : o->no_verify ? 1 : NBD_DEFAULT_STREAMS;
   rc.ranged = rc.n > 1;

@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -127,12 +128,23 @@ load_module (GError **error)
   return module;
 }
 
+void
+nbd_stream_keep_freed_memory (void)
+{
+  /* Setting one threshold turns off glibc's dynamic choice of both. */
+  mallopt (M_MMAP_THRESHOLD, 64 * 1024 * 1024);
+  mallopt (M_TRIM_THRESHOLD, 256 * 1024 * 1024);
+}
+
 int
 nbd_stream_main (const struct nbd_stream_options *o)
 {
   g_autoptr (GError) error = NULL;
   int (*run) (const struct nbd_stream_options *) = NULL;
-  void *module = load_module (&error);
+  void *module;
+
+  nbd_stream_keep_freed_memory ();
+  module = load_module (&error);
 
   /* Never unloaded: its threads and sources may outlive the call. */
   if (module) {

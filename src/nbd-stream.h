@@ -150,6 +150,14 @@ bool nbd_stream_is_zero (const uint8_t *buf, size_t len);
  * finds by this name. */
 int nbd_stream_module_run (const struct nbd_stream_options *options);
 
+/* A stream mode, or the remote mode's parent, frees buffers all the time:
+ * each request and record (up to --request-size), and libssh's packets.
+ * glibc's default trim threshold hands their pages back to the kernel, and
+ * the next buffer faults them in again, zeroed: a fifth of a dense copy's
+ * CPU.  Keep them; the in-flight bound still caps how many are live.  For
+ * these one-shot processes only: a forwarder's memory goes back. */
+void nbd_stream_keep_freed_memory (void);
+
 /* nbd-send.c and nbd-receive.c. */
 int nbd_send_main (const struct nbd_stream_options *options, bool digest_only);
 int nbd_receive_main (const struct nbd_stream_options *options);
