@@ -25,6 +25,9 @@
 #include "signal-watch.h"
 #include "ssh-session.h"
 
+/* A TCP connect's wait looks for a stop signal at least this often. */
+#define CONNECT_SLICE_MS 200
+
 static void
 set_int_option (int fd, int level, int name, int value)
 {
@@ -121,6 +124,7 @@ connect_tcp_one (const struct addrinfo *ai, const struct connect_options *opts,
 {
   int fd = socket (ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
                    ai->ai_protocol);
+  gint64 deadline = timeout_ms < 0 ? -1 : g_get_monotonic_time () + timeout_ms * G_GINT64_CONSTANT (1000);
   int err = 0;
   socklen_t errlen = sizeof err;
 
@@ -134,16 +138,30 @@ connect_tcp_one (const struct addrinfo *ai, const struct connect_options *opts,
     err = errno;
     goto fail;
   }
+  /* In slices: a forwarder's worker never sees the stop signal (the main
+   * loop takes it), so it looks for a pending stop between them. */
   for (;;) {
     struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-    int r = poll (&pfd, 1, timeout_ms);
-    if (r < 0 && errno == EINTR && !signal_watch_stop_pending ())
-      continue;
-    if (r <= 0) {
-      err = r == 0 ? ETIMEDOUT : errno;
+    int slice = CONNECT_SLICE_MS, r;
+    if (deadline >= 0) {
+      gint64 left_ms = (deadline - g_get_monotonic_time ()) / 1000;
+      if (left_ms <= 0) {
+        err = ETIMEDOUT;
+        goto fail;
+      }
+      slice = (int) MIN (slice, left_ms);
+    }
+    r = poll (&pfd, 1, slice);
+    if (r > 0)
+      break;
+    if (r < 0 && errno != EINTR) {
+      err = errno;
       goto fail;
     }
-    break;
+    if (signal_watch_stop_pending ()) {
+      err = EINTR;
+      goto fail;
+    }
   }
   if (getsockopt (fd, SOL_SOCKET, SO_ERROR, &err, &errlen) < 0)
     err = errno;
