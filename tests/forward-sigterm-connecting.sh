@@ -18,7 +18,7 @@ bg socat -u "UNIX-CONNECT:$T/A.sock" /dev/null
 connecting () { [ -n "$(ss -Htn state syn-sent "dport = :$port")" ]; }
 wait_until 10 connecting
 kill -TERM "$ferry"
-rc=0; wait_exit 3 "$ferry" || rc=$?
+rc=0; wait_exit 5 "$ferry" || rc=$?
 cat "$T/err" >&2
 assert_eq 143 "$rc" "exit code"
 assert_eq "ferry: connection 1 on $T/A.sock: stopped by SIGTERM while connecting to tcp:127.0.0.1:$port" \

@@ -28,7 +28,7 @@ for sig in TERM INT HUP; do
     wait_until 10 in_handshake
     kill -"$sig" "$pid"
     rc=0
-    wait_exit 3 "$pid" || rc=$?
+    wait_exit 5 "$pid" || rc=$?
     assert_eq $((128 + $(kill -l "$sig"))) "$rc" "SIG$sig in the handshake: exit code"
     assert_eq "ferry: stopped by SIG$sig while connecting to $address" "$(cat "$T/err")" \
         "SIG$sig in the handshake: the one line"
