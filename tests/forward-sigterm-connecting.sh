@@ -2,7 +2,7 @@
 # SIGTERM while a forwarder's worker connects to a TCP TARGET that never
 # accepts (backlog 0, already holding one queued connection): the signal
 # reaches the main loop, not the worker, whose connect looks for the stop
-# between its waits.  The connect ends within a second, long before its
+# between its waits.  The connect ends at once, long before its
 # --connect-timeout of 30 s, and its line says the signal stopped it; the
 # connection is cut off, so 143.  (It waited for the timeout, and said
 # "Connection timed out".)
