@@ -192,6 +192,30 @@ has_unread_socket () { ss -Hxp state established | grep -F "pid=$1," | awk '$2 >
 has_backlog_tcp () { ss -Hltn "sport = :$1" | awk '$2 > 0 { f = 1 } END { exit !f }'; }
 has_backlog_unix () { ss -Hlx | awk -v p="$1" '$5 == p && $3 > 0 { f = 1 } END { exit !f }'; }
 
+# For each of SIGTERM, SIGINT and SIGHUP: a relay to ADDRESS (stdin
+# /dev/null, under env ENV...) gets the signal once CONNECTING (a command)
+# says it is still connecting.  It must exit with 128 + the signal within
+# 5 s and one line, "stopped by SIG... while connecting to ADDRESS"; the
+# next round waits until CONNECTING says it is over.
+stop_while_connecting () {  # ADDRESS WHAT CONNECTING ENV...
+    local address=$1 what=$2 connecting=$3 sig pid rc
+    shift 3
+    for sig in TERM INT HUP; do
+        # SIGINT is ignored in a background job unless given back ($DFL).
+        $DFL "$@" "$FERRY" "$address" < /dev/null 2> "$T/err" &
+        pid=$!
+        track "$pid"
+        wait_until 20 "$connecting"
+        kill -"$sig" "$pid"
+        rc=0
+        wait_exit 5 "$pid" || rc=$?
+        assert_eq $((128 + $(kill -l "$sig"))) "$rc" "SIG$sig $what: exit code"
+        assert_eq "ferry: stopped by SIG$sig while connecting to $address" "$(cat "$T/err")" \
+            "SIG$sig $what: the one line"
+        wait_until 10 eval "! $connecting"
+    done
+}
+
 # A TCP server on 127.0.0.1:PORT that never accepts (backlog 0), already
 # holding one queued connection: a connect to it waits in SYN_SENT until
 # it gives up.  Needs python3, socat and ss.

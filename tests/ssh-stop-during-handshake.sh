@@ -21,19 +21,7 @@ wait_until 10 grep -q ready "$T/silent.ready"
 
 address="ssh://root@127.0.0.1:$port/run/x.sock"
 in_handshake () { [ -n "$(ss -Htn state established "dport = :$port")" ]; }
-for sig in TERM INT HUP; do
-    # SIGINT is ignored in a background job unless given back ($DFL).
-    $DFL HOME="$T" "$FERRY" "$address" < /dev/null 2> "$T/err" &
-    pid=$!
-    wait_until 10 in_handshake
-    kill -"$sig" "$pid"
-    rc=0
-    wait_exit 5 "$pid" || rc=$?
-    assert_eq $((128 + $(kill -l "$sig"))) "$rc" "SIG$sig in the handshake: exit code"
-    assert_eq "ferry: stopped by SIG$sig while connecting to $address" "$(cat "$T/err")" \
-        "SIG$sig in the handshake: the one line"
-    wait_until 10 eval '! in_handshake'
-done
+stop_while_connecting "$address" "in the handshake" in_handshake HOME="$T"
 
 rc=0
 within 5 env HOME="$T" "$FERRY" --connect-timeout=1 "$address" < /dev/null 2> "$T/err" || rc=$?

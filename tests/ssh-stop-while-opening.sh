@@ -15,17 +15,6 @@ hung_tcp_server "$port"
 address="$(ssh_base)?tcp=127.0.0.1:$port&proxy=direct&keyfile=$SSH_KEY"
 # sshd's connect to the server: the channel's open is on its way.
 sshd_connecting () { [ -n "$(ss -Htn state syn-sent "dport = :$port")" ]; }
-for sig in TERM INT HUP; do
-    # SIGINT is ignored in a background job unless given back ($DFL).
-    $DFL HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" "$address" < /dev/null 2> "$T/err" &
-    pid=$!
-    wait_until 20 sshd_connecting
-    kill -"$sig" "$pid"
-    rc=0
-    wait_exit 5 "$pid" || rc=$?
-    assert_eq $((128 + $(kill -l "$sig"))) "$rc" "SIG$sig while the channel opens: exit code"
-    assert_eq "ferry: stopped by SIG$sig while connecting to $address" "$(cat "$T/err")" \
-        "SIG$sig while the channel opens: the one line"
-    # sshd gives up its connect once the session has gone.
-    wait_until 10 eval '! sshd_connecting'
-done
+# sshd gives up its connect once the session has gone.
+stop_while_connecting "$address" "while the channel opens" sshd_connecting \
+    HOME="$SSH_HOME" SSH_AUTH_SOCK=
