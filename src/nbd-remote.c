@@ -443,7 +443,7 @@ on_sender_deferred (gint fd, GIOCondition condition, gpointer data)
   struct remote_channel *c = data;
 
   (void) fd; (void) condition;
-  c->go_watch = NULL;
+  g_clear_pointer (&c->go_watch, gsource_release);
   take_deferred_line (c);
   if (c->cut_reason && !c->relay_done) {
     end_relay (c, FERRY_EXIT_OK);
