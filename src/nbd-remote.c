@@ -443,7 +443,7 @@ on_sender_deferred (gint fd, GIOCondition condition, gpointer data)
   struct remote_channel *c = data;
 
   (void) fd; (void) condition;
-  c->go_watch = NULL;
+  g_clear_pointer (&c->go_watch, gsource_release);
   take_deferred_line (c);
   if (c->cut_reason && !c->relay_done) {
     end_relay (c, FERRY_EXIT_OK);
@@ -936,7 +936,6 @@ static bool
 relay_copy (const struct ferry_options *options, const struct address *address,
             struct remote_copy *rc, GError **error)
 {
-  g_autofree char *connecting = g_strdup_printf (" while connecting to %s\n", options->address);
   bool started;
 
   rc->options = options;
@@ -946,13 +945,13 @@ relay_copy (const struct ferry_options *options, const struct address *address,
   rc->config.label = NULL;
   rc->config.peers_report_loss = true;
   rc->all_started = rc->n == 1;
-  /* libssh's handshake and login retry their poll on EINTR: a host that
-   * never answers would make SIGTERM wait for its timeout.  The local
-   * halves see their pipes close, and end without a word. */
-  signal_watch_exit_on_stop (connecting);
+  /* A stop signal gives up the handshake, the login (and its prompt, which
+   * puts the terminal's echo back) and the channel's opening, with
+   * "stopped by SIGTERM while connecting to ADDRESS": not in the handler,
+   * which would leave the echo off.  The local halves see their pipes
+   * close, and end without a word. */
   rc->conn = ferry_ssh_conn_new (address, &options->connect, error);
   started = rc->conn && start_channel (rc, &rc->ch[0], error);
-  signal_watch_exit_on_stop (NULL);
   if (rc->all_started)
     g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
   if (!started)

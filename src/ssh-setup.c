@@ -6,19 +6,38 @@
 #include "ssh-setup.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "error.h"
 #include "message.h"
+#include "signal-watch.h"
+
+/* A prompt re-checks for a stop signal at least this often. */
+#define PROMPT_SLICE_MS 200
+
+/* Whether a key came before a stop signal (signal_watch_stop_pending):
+ * read() on the terminal would go on waiting after the signal (SA_RESTART),
+ * poll() returns at it. */
+static bool
+tty_wait_key (int fd)
+{
+  struct pollfd p = { .fd = fd, .events = POLLIN };
+
+  while (!signal_watch_stop_pending ())
+    if (poll (&p, 1, PROMPT_SLICE_MS) > 0)
+      return true;
+  return false;
+}
 
 /* Prompt on the controlling terminal, never on stdio (which carries data).
- * Returns false without a terminal. */
+ * Returns false without a terminal, or once a stop signal has come. */
 static bool
 tty_prompt (const char *prompt, char *buf, size_t len, bool echo)
 {
-  int fd = open ("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  int fd = signal_watch_stop_pending () ? -1 : open ("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
   struct termios saved, quiet;
   bool restore = false;
   size_t n = 0;
@@ -33,7 +52,7 @@ tty_prompt (const char *prompt, char *buf, size_t len, bool echo)
   }
   if (write (fd, prompt, strlen (prompt)) < 0)
     n = len;                  /* no terminal after all: fail below */
-  while (n < len - 1 && read (fd, &ch, 1) == 1 && ch != '\n')
+  while (n < len - 1 && tty_wait_key (fd) && read (fd, &ch, 1) == 1 && ch != '\n')
     buf[n++] = ch;
   buf[n < len ? n : 0] = '\0';
   if (restore) {
@@ -42,7 +61,10 @@ tty_prompt (const char *prompt, char *buf, size_t len, bool echo)
       n = len;
   }
   close (fd);
-  return n < len;
+  if (n < len && !signal_watch_stop_pending ())
+    return true;
+  explicit_bzero (buf, len);  /* what was typed before a stop signal */
+  return false;
 }
 
 int
