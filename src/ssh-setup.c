@@ -289,7 +289,8 @@ ferry_ssh_authenticate (struct ferry_ssh_conn *c, const struct address *a, bool 
       ask_password) {
     if (methods & SSH_AUTH_METHOD_INTERACTIVE)
       rc = auth_kbdint (c);
-    if (rc != SSH_AUTH_SUCCESS && rc != SSH_AUTH_ERROR && (methods & SSH_AUTH_METHOD_PASSWORD))
+    if (rc != SSH_AUTH_SUCCESS && rc != SSH_AUTH_ERROR && rc != SSH_AUTH_AGAIN &&
+        (methods & SSH_AUTH_METHOD_PASSWORD))
       rc = auth_password (c);
   }
   if (rc == SSH_AUTH_SUCCESS)
