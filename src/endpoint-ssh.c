@@ -49,11 +49,11 @@ struct channel_endpoint {
   char *command;              /* exec: the remote command; NULL for a direct channel */
   char *direct_error;         /* proxy=auto fell back to exec: why direct failed */
   int exit_status;            /* exec: the remote command's; -1 until known */
-  bool status_to_caller;      /* endpoint_ssh_exec: the caller reports the
+  bool status_to_caller;      /* endpoint_ssh_exec_on: the caller reports the
                                  status (endpoint_ssh_exit_status), not exit_code */
-  GString *stderr_line;       /* endpoint_ssh_exec: the remote stderr's unfinished
+  GString *stderr_line;       /* endpoint_ssh_exec_on: the remote stderr's unfinished
                                  line; its lines are ferry's, naming the host */
-  struct ssh_channel_callbacks_struct callbacks;  /* endpoint_ssh_exec: exit-signal */
+  struct ssh_channel_callbacks_struct callbacks;  /* endpoint_ssh_exec_on: exit-signal */
   char *stderr_label;         /* endpoint_ssh_exec_on: the stderr lines' prefix,
                                  if not the session's name */
   char *exit_signal;          /* the signal that killed the remote command
@@ -80,9 +80,10 @@ write_stderr (const char *buf, size_t n)
       break;
 }
 
-/* endpoint_ssh_exec: each whole line of the remote ferry's stderr
- * ("ferry: MESSAGE") becomes "ferry: USER@HOST:PORT: MESSAGE"; with @flush
- * the unfinished rest too. */
+/* endpoint_ssh_exec_on: each whole line of the remote ferry's stderr
+ * ("ferry: MESSAGE") becomes "ferry: USER@HOST:PORT: MESSAGE", through
+ * ferry_error so that it erases a --progress line first; with @flush the
+ * unfinished rest too. */
 static void
 pass_stderr_lines (struct channel_endpoint *se, bool flush)
 {
@@ -93,13 +94,11 @@ pass_stderr_lines (struct channel_endpoint *se, bool flush)
   while ((nl = memchr (l->str, '\n', l->len)) || (flush && l->len > 0)) {
     size_t len = nl ? (size_t) (nl - l->str) : l->len;
     const char *text = l->str;
-    g_autofree char *line = NULL;
     if (len >= 7 && memcmp (text, "ferry: ", 7) == 0) {
       text += 7;
       len -= 7;
     }
-    line = g_strdup_printf ("ferry: %s: %.*s\n", name, (int) len, text);
-    write_stderr (line, strlen (line));
+    ferry_error ("%s: %.*s", name, (int) len, text);
     g_string_erase (l, 0, nl ? (gssize) (nl - l->str) + 1 : (gssize) l->len);
   }
 }
@@ -572,15 +571,6 @@ on_exit_signal (ssh_session session, ssh_channel channel, const char *signal, in
 
   g_free (se->exit_signal);
   se->exit_signal = g_strdup (signal);
-}
-
-struct endpoint *
-endpoint_ssh_exec (const struct address *a, const struct connect_options *opts,
-                   const char *command, GError **error)
-{
-  g_autoptr (FerrySshConn) conn = ferry_ssh_conn_new (a, opts, error);
-
-  return conn ? endpoint_ssh_exec_on (conn, command, NULL, error) : NULL;
 }
 
 struct endpoint *

@@ -21,16 +21,6 @@ struct endpoint *endpoint_ssh_open (struct ferry_ssh_conn *conn, const struct ad
                                     const struct connect_options *options,
                                     GError **error);
 
-/* A new session to @address's host (an ssh:// session address), and
- * @command (quoted for the remote shell already) run on it over an exec
- * channel, for the remote stream mode: each line of its
- * stderr becomes ferry's, as "ferry: USER@HOST:PORT: MESSAGE"; its exit
- * status is left to the caller (endpoint_ssh_exit_status), and the
- * endpoint's exit_code reports nothing.  Errors: ferry_ssh_conn_new's,
- * or FERRY_EXIT_CONNECT. */
-struct endpoint *endpoint_ssh_exec (const struct address *address,
-                                    const struct connect_options *options,
-                                    const char *command, GError **error);
 /* ssh-session.h's session, declared again for callers that cannot include
  * libssh.h (its legacy names clash with buffer.h's). */
 struct ferry_ssh_conn *ferry_ssh_conn_new (const struct address *address,
@@ -39,10 +29,15 @@ struct ferry_ssh_conn *ferry_ssh_conn_new (const struct address *address,
 void ferry_ssh_conn_unref (struct ferry_ssh_conn *conn);
 const char *ferry_ssh_conn_name (struct ferry_ssh_conn *conn);
 
-/* The same on @conn, an authenticated session (ferry_ssh_conn_new): one
- * channel of several (--streams), whose stderr lines are prefixed with
- * @label (if not NULL) instead of the session's name.  The endpoint holds
- * a reference on @conn. */
+/* @command (quoted for the remote shell already) run over an exec channel
+ * on @conn, an authenticated session (ferry_ssh_conn_new), for the remote
+ * stream mode: each line of its stderr becomes ferry's, as
+ * "ferry: LABEL: MESSAGE" (@label, one channel's of several with
+ * --streams, or if NULL the session's name, USER@HOST:PORT), printed as
+ * ferry_error prints, below no progress line.  Its exit status is left to
+ * the caller (endpoint_ssh_exit_status), and the endpoint's exit_code
+ * reports nothing.  The endpoint holds a reference on @conn.  Errors:
+ * FERRY_EXIT_CONNECT, or 128 + a stop signal. */
 struct endpoint *endpoint_ssh_exec_on (struct ferry_ssh_conn *conn, const char *command,
                                        const char *label, GError **error);
 /* The same for @n commands (@labels[j] for @commands[j]) on @n channels

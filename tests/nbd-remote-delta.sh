@@ -5,7 +5,7 @@
 # blocks (the -v counts of the copy: blocks compared and sent, bytes
 # saved, DATA bytes) and makes the copy identical (qemu-img compare, the composed
 # digest); once identical, a re-sync sends nothing, and --progress counts
-# the whole image as same.
+# the whole image as same, with the remote ferries' lines below it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
@@ -58,6 +58,14 @@ case $line in
 *"  data 0 B "*"  zero 0 B "*"  same 1.00 GiB "*) ;;
 *) fail "up, identical: progress line: $line" ;;
 esac
+# The first remote ferry's -v line came while the progress line was drawn:
+# it erases that line first ("\r", blanks, "\r"), not appended to it.
+python3 - "$T/remote.err" <<'PY' || fail "up, identical: a remote line drawn into the progress line"
+import re, sys
+lines = open(sys.argv[1], "rb").read().decode(errors="replace").split("\n")
+remote = [l for l in lines if "(stream 1): receive:" in l]
+sys.exit(not remote or any(not re.search(r"(^|\r *\r)$", l[:l.find("ferry: ")]) for l in remote))
+PY
 
 # Download: the local receiver computes its DEST's digests, the remote
 # sender compares.
