@@ -25,9 +25,6 @@
 #include "signal-watch.h"
 #include "ssh-session.h"
 
-/* A TCP connect's wait looks for a stop signal at least this often. */
-#define CONNECT_SLICE_MS 200
-
 static void
 set_int_option (int fd, int level, int name, int value)
 {
@@ -138,30 +135,14 @@ connect_tcp_one (const struct addrinfo *ai, const struct connect_options *opts,
     err = errno;
     goto fail;
   }
-  /* In slices: a forwarder's worker never sees the stop signal (the main
-   * loop takes it), so it looks for a pending stop between them. */
-  for (;;) {
-    struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-    int slice = CONNECT_SLICE_MS, r;
-    if (deadline >= 0) {
-      gint64 left_ms = (deadline - g_get_monotonic_time ()) / 1000;
-      if (left_ms <= 0) {
-        err = ETIMEDOUT;
-        goto fail;
-      }
-      slice = (int) MIN (slice, left_ms);
-    }
-    r = poll (&pfd, 1, slice);
-    if (r > 0)
-      break;
-    if (r < 0 && errno != EINTR) {
-      err = errno;
-      goto fail;
-    }
-    if (signal_watch_stop_pending ()) {
-      err = EINTR;
-      goto fail;
-    }
+  /* A stop gives up the wait (EINTR), a forwarder's worker's too. */
+  switch (signal_watch_poll (fd, POLLOUT, deadline)) {
+  case 0:
+    err = ETIMEDOUT;
+    goto fail;
+  case -1:
+    err = errno;
+    goto fail;
   }
   if (getsockopt (fd, SOL_SOCKET, SO_ERROR, &err, &errlen) < 0)
     err = errno;

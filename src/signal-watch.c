@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -13,6 +14,9 @@
 #include <glib-unix.h>
 
 #include "error.h"
+
+/* signal_watch_poll looks for a pending stop at least this often. */
+#define STOP_CHECK_MS 200
 
 static const int watched[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 };
 
@@ -170,6 +174,31 @@ int
 signal_watch_stop_pending (void)
 {
   return stop_pending;
+}
+
+int
+signal_watch_poll (int fd, short events, gint64 deadline)
+{
+  for (;;) {
+    struct pollfd pfd = { .fd = fd, .events = events };
+    int slice = STOP_CHECK_MS, r;
+
+    if (stop_pending) {
+      errno = EINTR;
+      return -1;
+    }
+    if (deadline >= 0) {
+      gint64 left_ms = (deadline - g_get_monotonic_time ()) / 1000;
+      if (left_ms <= 0)
+        return 0;
+      slice = (int) MIN (slice, left_ms);
+    }
+    r = poll (&pfd, 1, slice);
+    if (r > 0)
+      return 1;
+    if (r < 0 && errno != EINTR)
+      return -1;
+  }
 }
 
 bool

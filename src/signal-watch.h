@@ -47,6 +47,13 @@ void signal_watch_exit_on_stop (const char *suffix);
  * on. */
 int signal_watch_stop_pending (void);
 
+/* Wait for @events on @fd: 1 once it is ready, 0 once the monotonic time
+ * @deadline (microseconds; -1: none) has passed, -1 with errno EINTR once
+ * a stop signal is pending (or with poll's errno if it failed).  It looks
+ * for the stop at least every 200 ms: poll(2) returns at a signal, but
+ * only in the thread that took it, and a forwarder's workers never do. */
+int signal_watch_poll (int fd, short events, gint64 deadline);
+
 /* A connect (a socket's, an ssh channel's) that a stop signal gave up:
  * *@error says "stopped by SIGTERM while connecting to @what", with 128 +
  * the signal as its code, since nothing was read yet.  False, and

@@ -190,18 +190,13 @@ wait_for (struct ferry_ssh_conn *c, int (*step) (void *data), void *data, int ag
    * then delivers it): a link that stalls here would hold it for ever.
    * poll() returns at the signal, whatever SA_RESTART says. */
   while ((rc = step (data)) == again && !signal_watch_stop_pending ()) {
-    int slice = WAIT_SLICE_MS;
-    struct pollfd pfd = {
-      .fd = ssh_get_fd (c->session),
-      .events = POLLIN | (ssh_get_poll_flags (c->session) & SSH_WRITE_PENDING ? POLLOUT : 0),
-    };
-    if (deadline >= 0) {
-      gint64 left_ms = (deadline - g_get_monotonic_time ()) / 1000;
-      if (left_ms <= 0)
-        break;
-      slice = MIN (slice, (int) left_ms);
-    }
-    poll (&pfd, 1, slice);
+    gint64 now = g_get_monotonic_time ();
+    gint64 slice_end = now + WAIT_SLICE_MS * G_GINT64_CONSTANT (1000);
+    short events = POLLIN | (ssh_get_poll_flags (c->session) & SSH_WRITE_PENDING ? POLLOUT : 0);
+    if (deadline >= 0 && now >= deadline)
+      break;
+    signal_watch_poll (ssh_get_fd (c->session), events,
+                       deadline >= 0 ? MIN (deadline, slice_end) : slice_end);
   }
   mark_buffered (c, NULL);
   return rc;

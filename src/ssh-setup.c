@@ -15,23 +15,6 @@
 #include "message.h"
 #include "signal-watch.h"
 
-/* A prompt re-checks for a stop signal at least this often. */
-#define PROMPT_SLICE_MS 200
-
-/* Whether a key came before a stop signal (signal_watch_stop_pending):
- * read() on the terminal would go on waiting after the signal (SA_RESTART),
- * poll() returns at it. */
-static bool
-tty_wait_key (int fd)
-{
-  struct pollfd p = { .fd = fd, .events = POLLIN };
-
-  while (!signal_watch_stop_pending ())
-    if (poll (&p, 1, PROMPT_SLICE_MS) > 0)
-      return true;
-  return false;
-}
-
 /* Prompt on the controlling terminal, never on stdio (which carries data).
  * Returns false without a terminal, or once a stop signal has come. */
 static bool
@@ -52,7 +35,10 @@ tty_prompt (const char *prompt, char *buf, size_t len, bool echo)
   }
   if (write (fd, prompt, strlen (prompt)) < 0)
     n = len;                  /* no terminal after all: fail below */
-  while (n < len - 1 && tty_wait_key (fd) && read (fd, &ch, 1) == 1 && ch != '\n')
+  /* Each key waited for by poll: read(2) on the terminal would go on
+   * waiting after a stop signal (SA_RESTART). */
+  while (n < len - 1 && signal_watch_poll (fd, POLLIN, -1) > 0 && read (fd, &ch, 1) == 1 &&
+         ch != '\n')
     buf[n++] = ch;
   buf[n < len ? n : 0] = '\0';
   if (restore) {
