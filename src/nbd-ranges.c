@@ -34,14 +34,13 @@ nbd_range_keep_failure (GError **first, GError *error)
 
 /* The fds are the stream's, which the pipelines made non-blocking: wait
  * with poll between the pieces.  Nothing else is in flight meanwhile.  A
- * signal always interrupts poll (a read or write on a blocking fd would
- * restart): a stop signal gives up the wait, and the caller leaves the
+ * stop signal gives up the wait (a read or write on a blocking fd would
+ * restart), even one that came just before it, and the caller leaves the
  * stop to its main loop. */
 static bool
 wait_fd (int fd, short events, GError **error)
 {
-  struct pollfd p = { fd, events, 0 };
-  int ready = signal_watch_stop_pending () ? -1 : poll (&p, 1, -1);
+  int ready = signal_watch_poll (fd, events, -1);
 
   if (ready < 0 && errno != EINTR && !signal_watch_stop_pending ())
     return ferry_set_error (error, FERRY_EXIT_IO, "cannot wait for the stream's channel: %s",
