@@ -89,7 +89,7 @@ static const char description[] =
   "  ferry --nbd-send=SRC --remote-nbd-receive=DST ssh://[USER@]HOST[:PORT]\n"
   "  ferry --nbd-receive=DST --remote-nbd-send=SRC ssh://...   the same in one\n"
   "    command (upload, download), the remote half run by --remote-helper;\n"
-  "    --streams=N (default 4) copies 128 MiB ranges over N ssh channels at once\n"
+  "    --streams=N (default 4) copies ranges of the image over N ssh channels at once\n"
   "  ferry --nbd-send=SRC > disk.stream    sparse backup; restore with\n"
   "  ferry --nbd-receive=DST < disk.stream; ferry --nbd-digest=URI checks it.\n"
   "  SRC/DST: an NBD URI (nbd://, nbd+unix://, nbds://...) or '[ CMD ARGS... ]'.\n"
@@ -390,7 +390,7 @@ static const struct option {
     "SOURCE on HOST, read by the remote ferry, to DEST" },
   { "streams", 0, GROUP_STREAM, parse_streams, FIELD (options.stream.streams), "N",
     "With --remote-nbd-send/--remote-nbd-receive: N ssh channels at once, each with "
-    "its own remote ferry, taking 128 MiB ranges in turn (default 4; 1: one stream)" },
+    "its own remote ferry, taking ranges of up to 128 MiB in turn (default 4; 1: one stream)" },
   { "delta", 0, GROUP_STREAM, parse_set, FIELD (options.stream.delta), NULL,
     "With --streams (2 or more): send only the 64 KiB blocks whose digest differs from "
     "the destination's (a resumed or refreshed copy)" },

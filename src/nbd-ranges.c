@@ -222,7 +222,7 @@ nbd_range_read_request (int fd, uint64_t size, struct nbd_range *range, GError *
                             ", +%" PRIu64 ") of an export of %" PRIu64 " bytes: not "
                             "inside it, not on %u-byte blocks, or more than %u bytes",
                             offset, length, size, B, NBD_RANGE_MAX);
-  *range = (struct nbd_range) { offset / NBD_RANGE_SIZE, offset, length };
+  *range = (struct nbd_range) { 0, offset, length };
   return true;
 }
 

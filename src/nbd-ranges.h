@@ -14,10 +14,15 @@
 #define FERRY_NBD_RANGES_H
 
 #include <glib.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The ranges the controller hands out: NBD_RANGE_SIZE while much of the
+ * image is left, then shorter ones down to NBD_RANGE_MIN
+ * (nbd_range_length). */
 #define NBD_RANGE_SIZE (128u * 1024 * 1024)
+#define NBD_RANGE_MIN (16u * 1024 * 1024)
 #define NBD_MAX_STREAMS 16
 #define NBD_DEFAULT_STREAMS 4
 /* The largest range a ranged stream accepts: its block digests (512 KiB)
@@ -25,7 +30,10 @@
 #define NBD_RANGE_MAX (1024u * 1024 * 1024)
 
 struct nbd_range {
-  int64_t index;              /* -1: no range (none done, or none left) */
+  int64_t index;              /* -1: no range (none done, or none left); else
+                                 the controller's number for it, in offset
+                                 order (a remote half, never told it, holds
+                                 0) */
   uint64_t offset, length;
 };
 
@@ -89,6 +97,30 @@ void nbd_range_keep_failure (GError **first, GError *error);
  * repeat the cause.  Waits up to 2 s for that (or for @control_fd to
  * close). */
 void nbd_range_wait_for_parent (int control_fd);
+
+/* How messages name a range: the controller's numbers mean nothing to a
+ * remote half. */
+#define NBD_RANGE_FMT "the range at offset %" PRIu64 " (%" PRIu64 " bytes)"
+#define NBD_RANGE_ARGS(r) (r)->offset, (r)->length
+
+/* The length of the range that starts @remaining bytes before the end of
+ * an image copied over @streams channels.  Guided self-scheduling: a
+ * @streams'th of what is left, in whole MiB, within NBD_RANGE_MIN and
+ * NBD_RANGE_SIZE.  The last ranges are short, so that the channels end
+ * together, rather than one carrying a dense last range alone at its one
+ * window's rate.  A rest under half NBD_RANGE_MIN joins the range before
+ * it. */
+static inline uint64_t
+nbd_range_length (uint64_t remaining, unsigned streams)
+{
+  const uint64_t mib = 1024 * 1024;
+  uint64_t length = remaining / MAX (streams, 1);
+
+  length = CLAMP (length - length % mib, NBD_RANGE_MIN, NBD_RANGE_SIZE);
+  if (remaining < length + NBD_RANGE_MIN / 2)
+    return remaining;
+  return length;
+}
 
 /* Block count of a range. */
 static inline uint64_t

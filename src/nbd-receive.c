@@ -372,7 +372,7 @@ ask_range (struct receiver *r, const struct nbd_range *done)
 static void
 begin_range (struct receiver *r, uint64_t offset, uint64_t length)
 {
-  struct nbd_range got = { offset / NBD_RANGE_SIZE, offset, length };
+  struct nbd_range got = { 0, offset, length };
   GError *error = NULL;
 
   if (r->options->control_fd > 0 &&
@@ -415,10 +415,9 @@ end_range (struct receiver *r)
     blkhash_hex (r->parser.end.digest, want);
     blkhash_hex (digest, got);
     set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_DIGEST,
-                                 "range %" PRId64 " (offset %" PRIu64 ", %" PRIu64 " bytes): "
-                                 "digest mismatch: its RANGE_END says %s, the data received "
-                                 "hashes to %s", r->range.index, r->range.offset,
-                                 r->range.length, want, got));
+                                 NBD_RANGE_FMT ": digest mismatch: its RANGE_END says %s, "
+                                 "the data received hashes to %s", NBD_RANGE_ARGS (&r->range),
+                                 want, got));
     return;
   }
   r->range_applied = true;
@@ -532,9 +531,8 @@ consume_stream (struct receiver *r)
     if (r->parser.ranged && r->options->control_fd > 0 && r->range.index >= 0) {
       /* A local half asked for a range, not for the end. */
       set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "the sender ended the "
-                                   "stream where range %" PRId64 " (offset %" PRIu64 ", %"
-                                   PRIu64 " bytes) was asked for", r->range.index,
-                                   r->range.offset, r->range.length));
+                                   "stream where " NBD_RANGE_FMT " was asked for",
+                                   NBD_RANGE_ARGS (&r->range)));
       break;
     }
     r->end_seen = true;
@@ -777,9 +775,8 @@ where_complete (const struct receiver *r, bool flushed)
     return NULL;
   if (r->parser.ranged && r->range_open)
     /* The ranges before were answered: complete, and flushed with it. */
-    return g_strdup_printf ("in its range %" PRId64 " (offset %" PRIu64 ", %" PRIu64
-                            " bytes), %s is complete up to offset %" PRIu64 "%s",
-                            r->range.index, r->range.offset, r->range.length, r->export.name,
+    return g_strdup_printf ("in " NBD_RANGE_FMT ", %s is complete up to offset %" PRIu64
+                            "%s", NBD_RANGE_ARGS (&r->range), r->export.name,
                             MAX (r->complete, r->range.offset), flush_state);
   if (r->parser.ranged)
     return g_strdup_printf ("the ranges %s answered for are complete%s", r->export.name,

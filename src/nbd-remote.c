@@ -60,14 +60,14 @@
 /* After a cut, how long the local half may take to end before SIGKILL. */
 #define CUT_GRACE_SECONDS 1
 /* A half's report on its control socket: the range it did, with a digest
- * per block; the controller grants ranges of NBD_RANGE_SIZE (64 KiB of
- * digests, well inside a socket's default send buffer). */
+ * per block; the controller grants ranges of at most NBD_RANGE_SIZE (64 KiB
+ * of digests, well inside a socket's default send buffer). */
 #define REPORT_ROOM (sizeof (struct nbd_range_report) + \
                      NBD_RANGE_SIZE / STREAM_BLOCK_SIZE * STREAM_DIGEST_SIZE)
 /* Ranges done ahead of the first one still in progress, whose block
  * digests wait here to be folded into the image digest in offset order:
- * at most this many (64 KiB of digests each, so 4 MiB); a half that asks
- * for a range beyond waits for the slow one. */
+ * at most this many (up to 64 KiB of digests each, so 4 MiB); a half that
+ * asks for a range beyond waits for the slow one. */
 #define MAX_RANGES_AHEAD 64
 
 
@@ -133,7 +133,9 @@ struct remote_copy {
   bool size_known;
   uint64_t size, n_ranges;
   uint64_t next_range;        /* the next one to hand out */
+  uint64_t next_offset;       /* and where it starts */
   uint64_t composed;          /* ranges folded into @image, in order */
+  uint64_t composed_end;      /* the offset where they end */
   GHashTable *ahead;          /* index -> GBytes: block digests of ranges done
                                  beyond @composed (MAX_RANGES_AHEAD) */
   GChecksum *image;           /* SHA-256 over the block digests */
@@ -144,12 +146,14 @@ struct remote_copy {
   uint8_t *packet;            /* a report's room */
   struct progress *progress;
   gint64 start_us;
-  /* To start the channels after the first: only once the first one's
-   * halves have both opened their exports (its first report), so that a
-   * missing or unusable export fails the copy with one message. */
-  struct ferry_ssh_conn *conn;
+  struct ferry_ssh_conn *conn;  /* while the channels open */
   const struct ferry_options *options;
   struct relay_config config;
+  /* Every channel's remote half runs from the start, but the local halves
+   * of the channels after the first go, and their relays and remote lines
+   * with them, only once the first channel's halves have both opened their
+   * exports (its first report), so that a missing or unusable export fails
+   * the copy with one message. */
   bool all_started;
 };
 
@@ -374,7 +378,9 @@ abort_channel (struct remote_channel *c)
       close (c->go);
     c->go = -1;
     c->relay_done = true;
-    /* Opened with the others, before one of them failed. */
+    /* What its remote half said repeats the failure, if anything. */
+    if (c->channel)
+      endpoint_ssh_discard_stderr (c->channel);
     g_clear_pointer (&c->channel, endpoint_free);
   }
   if (!c->child_done)
@@ -406,8 +412,8 @@ channel_ended (struct remote_channel *c)
       channel_code (c, stop_code) == FERRY_EXIT_OK) {
     /* Its range would never be composed, and halves waiting for the
      * composition (MAX_RANGES_AHEAD) would wait for ever. */
-    controller_fail (rc, c, "it ended without finishing range %" PRId64 " (offset %" PRIu64
-                     ", %" PRIu64 " bytes)", c->range.index, c->range.offset, c->range.length);
+    controller_fail (rc, c, "it ended without finishing " NBD_RANGE_FMT,
+                     NBD_RANGE_ARGS (&c->range));
     return;
   }
   if (channel_code (c, stop_code) == FERRY_EXIT_OK && !rc->error)
@@ -485,8 +491,9 @@ grant (struct remote_channel *c, int64_t index)
   struct nbd_range_grant g = { index, 0, 0 };
 
   if (index >= 0) {
-    g.offset = (uint64_t) index * NBD_RANGE_SIZE;
-    g.length = MIN (NBD_RANGE_SIZE, rc->size - g.offset);
+    g.offset = rc->next_offset;
+    g.length = nbd_range_length (rc->size - g.offset, rc->n);
+    rc->next_offset += g.length;
     c->range = (struct nbd_range) { index, g.offset, g.length };
   }
   c->waiting = false;
@@ -517,6 +524,7 @@ fold_range (struct remote_copy *rc, GBytes *digests)
 
   g_checksum_update (rc->image, d, len);
   rc->composed++;
+  rc->composed_end += nbd_range_length (rc->size - rc->composed_end, rc->n);
 }
 
 static void
@@ -554,7 +562,8 @@ take_report (struct remote_channel *c, const uint8_t *packet, size_t len)
   if (!rc->size_known) {
     rc->size_known = true;
     rc->size = report.size;
-    rc->n_ranges = (report.size + NBD_RANGE_SIZE - 1) / NBD_RANGE_SIZE;
+    for (uint64_t offset = 0; offset < rc->size; rc->n_ranges++)
+      offset += nbd_range_length (rc->size - offset, rc->n);
   } else if (report.size != rc->size) {
     return controller_fail (rc, c, "the image is %" PRIu64 " bytes, where another stream "
                             "found %" PRIu64, report.size, rc->size);
@@ -879,59 +888,47 @@ run_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
   return true;
 }
 
-/* Run @c's remote half on the session, let its child go, and relay. */
+/* Run every channel's remote half on the session, all at once. */
 static bool
-start_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
+open_channels (struct remote_copy *rc, GError **error)
 {
-  name_channel (rc, c);
-  c->channel = endpoint_ssh_exec_on (rc->conn, c->command, rc->ranged ? c->who : NULL, error);
-  return c->channel && run_channel (rc, c, error);
+  g_autofree const char **commands = g_new (const char *, rc->n);
+  g_autofree const char **labels = g_new (const char *, rc->n);
+  g_autofree struct endpoint **channels = g_new (struct endpoint *, rc->n);
+  size_t failed;
+
+  for (unsigned i = 0; i < rc->n; i++) {
+    name_channel (rc, &rc->ch[i]);
+    commands[i] = rc->ch[i].command;
+    labels[i] = rc->ranged ? rc->ch[i].who : NULL;
+  }
+  if (!endpoint_ssh_exec_many (rc->conn, rc->n, commands, labels, channels, &failed, error))
+    return false;
+  for (unsigned i = 0; i < rc->n; i++)
+    rc->ch[i].channel = channels[i];
+  return true;
 }
 
-/* The first channel's halves are both up: start the others, all at once.
- * Opening them blocks the main loop for the round trips of one channel;
- * the first relay's data waits in libssh meanwhile. */
+/* The first channel's halves are both up: let the others go. */
 static void
 start_rest (struct remote_copy *rc)
 {
-  size_t n = rc->n - 1, failed = 0;
-  g_autofree const char **commands = g_new (const char *, n);
-  g_autofree const char **labels = g_new (const char *, n);
-  g_autofree struct endpoint **channels = g_new (struct endpoint *, n);
   g_autoptr (GError) error = NULL;
-  bool ok;
 
   rc->all_started = true;
-  for (size_t i = 0; i < n; i++) {
-    struct remote_channel *c = &rc->ch[i + 1];
-    name_channel (rc, c);
-    commands[i] = c->command;
-    labels[i] = c->who;
-  }
-  ok = endpoint_ssh_exec_many (rc->conn, n, commands, labels, channels, &failed, &error);
-  for (size_t i = 0; ok && i < n; i++)
-    rc->ch[i + 1].channel = channels[i];
-  for (size_t i = 0; ok && i < n; i++)
-    if (!run_channel (rc, &rc->ch[i + 1], &error))
-      ok = false, failed = i;
-  if (!ok && signal_watch_stop_pending ()) {
-    /* Stopped while they opened: the main loop passes the stop on to the
-     * first channel's halves; the others never ran. */
-    for (unsigned j = 1; j < rc->n; j++)
-      abort_channel (&rc->ch[j]);
-  } else if (!ok) {
-    rc->error = g_steal_pointer (&error);
-    rc->failed = &rc->ch[failed + 1];
-    for (unsigned j = 0; j < rc->n; j++)
-      abort_channel (&rc->ch[j]);
-  }
-  /* The channels hold their references on the session from now on. */
-  g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
+  for (unsigned i = 1; i < rc->n; i++)
+    if (!run_channel (rc, &rc->ch[i], &error)) {
+      rc->error = g_steal_pointer (&error);
+      rc->failed = &rc->ch[i];
+      for (unsigned j = 0; j < rc->n; j++)
+        abort_channel (&rc->ch[j]);
+      return;
+    }
 }
 
-/* Connect once (the host key, the login), run the first remote half, let
- * its child go and relay; the others follow (start_rest).  The results in
- * @rc.  False (with the error) if the copy never started. */
+/* Connect once (the host key, the login), run every remote half, let the
+ * first channel's child go and relay; the others follow (start_rest).
+ * The results in @rc.  False (with the error) if the copy never started. */
 static bool
 relay_copy (const struct ferry_options *options, const struct address *address,
             struct remote_copy *rc, GError **error)
@@ -951,9 +948,9 @@ relay_copy (const struct ferry_options *options, const struct address *address,
    * which would leave the echo off.  The local halves see their pipes
    * close, and end without a word. */
   rc->conn = ferry_ssh_conn_new (address, &options->connect, error);
-  started = rc->conn && start_channel (rc, &rc->ch[0], error);
-  if (rc->all_started)
-    g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
+  started = rc->conn && open_channels (rc, error) && run_channel (rc, &rc->ch[0], error);
+  /* The channels hold their references on the session. */
+  g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
   if (!started)
     return false;
   rc->start_us = g_get_monotonic_time ();
@@ -1111,9 +1108,9 @@ copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
     /* The ranges done are the composed ones and those held ahead; the
      * first missing one is the next to compose. */
     ferry_error ("%s: the streams ended with %" PRIu64 " of %" PRIu64 " ranges copied "
-                 "(range %" PRIu64 ", at offset %" PRIu64 ", was not)",
+                 "(the one at offset %" PRIu64 " was not)",
                  rc->ch[0].channel_name, rc->composed + g_hash_table_size (rc->ahead),
-                 rc->n_ranges, rc->composed, rc->composed * NBD_RANGE_SIZE);
+                 rc->n_ranges, rc->composed_end);
     code = stop_code ? stop_code : FERRY_EXIT_STREAM;
   }
   if (o->verbose)
@@ -1176,10 +1173,13 @@ nbd_remote_main (const struct ferry_options *options)
   } else {
     code = copy_result (&rc, o);
   }
-  if (rc.conn)
-    ferry_ssh_conn_unref (rc.conn);
   for (unsigned i = 0; i < rc.n; i++) {
     struct remote_channel *c = &rc.ch[i];
+    /* A channel that never went: the first one's failure said it all. */
+    if (c->channel && !c->relay) {
+      endpoint_ssh_discard_stderr (c->channel);
+      endpoint_free (c->channel);
+    }
     g_clear_pointer (&c->go_watch, gsource_release);
     if (c->go >= 0)
       close (c->go);

@@ -435,11 +435,10 @@ check_answer (struct sender *s)
     if (memcmp (s->answer + i * STREAM_DIGEST_SIZE, s->blocks + i * STREAM_DIGEST_SIZE,
                 STREAM_DIGEST_SIZE) != 0) {
       set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_DIGEST,
-                                   "range %" PRId64 " (offset %" PRIu64 ", %" PRIu64
-                                   " bytes): the digest of what the receiver applied "
-                                   "differs from %s's, first at offset %" PRIu64,
-                                   s->range.index, s->range.offset, s->range.length,
-                                   s->export.name, s->range.offset + i * B));
+                                   NBD_RANGE_FMT ": the digest of what the receiver "
+                                   "applied differs from %s's, first at offset %" PRIu64,
+                                   NBD_RANGE_ARGS (&s->range), s->export.name,
+                                   s->range.offset + i * B));
       return false;
     }
   return true;

@@ -28,5 +28,5 @@ remote_copy down "$(uri src)" "$(uri dst)" --streams=2
 # 21, the local half's: the remote half, whose channel was closed on it
 # (perhaps before its exit status came), is not counted as failed.
 assert_eq 21 "$REMOTE_RC" "exit code"
-assert_eq "ferry: the sender ended the stream where range 0 (offset 0, 134217728 bytes) was asked for; the ranges $(uri dst) answered for are complete (flushed)" \
+assert_eq "ferry: the sender ended the stream where the range at offset 0 (134217728 bytes) was asked for; the ranges $(uri dst) answered for are complete (flushed)" \
     "$(cat "$T/remote.err")" "the one line"

@@ -14,15 +14,19 @@ serve dst memory size=384M
 host=root@127.0.0.1:$SSHD_PORT
 
 # The second remote receiver gets its stream only at the stream's end: it
-# keeps the header, and the rest, until the local half has gone.
+# keeps the header, and the rest, until the local half has gone.  The
+# first header to come is stream 1's: stream 2's local half goes only once
+# stream 1's remote receiver has answered.  (A sender writes only its
+# header before the answer, so head(1) reads no more than that.)
 cat > "$T/helper" <<HELPER
 #!/bin/bash
 echo \$\$ >> "$T/remote.pids"
+head -c 36 > "$T/header-\$\$"
 if mkdir "$T/first" 2> /dev/null; then
-    exec "$FERRY" "\$@"
+    { cat "$T/header-\$\$"; exec cat; } | exec "$FERRY" "\$@"
 fi
-{ head -c 36 > "$T/header"; touch "$T/header-read"; cat > "$T/rest"
-  cat "$T/header" "$T/rest"; } | exec "$FERRY" "\$@"
+{ touch "$T/header-read"; cat > "$T/rest"
+  cat "$T/header-\$\$" "$T/rest"; } | exec "$FERRY" "\$@"
 HELPER
 chmod +x "$T/helper"
 

@@ -27,8 +27,14 @@ check_streams_copy () {  # WAY SRC DST
         grep -q "^ferry: stream $i: ranges=[0-9]* image=[0-9]* data=[0-9]* seconds=" \
             "$T/remote.err" || fail "$way: no -v line for stream $i"
     done
-    assert_eq 8 "$(sed -n 's/^ferry: stream [0-9]*: ranges=\([0-9]*\) .*/\1/p' "$T/remote.err" |
-        awk '{ n += $1 } END { print n }')" "$way: ranges over the streams"
+    # 1 GiB over four streams: five ranges of 128 MiB, then a quarter of
+    # what is left each time, down to 16 MiB: 96, 72, 54, 40, 30, 23, 17,
+    # 16, and 16 + 4 MiB (nbd_range_length).
+    assert_eq "15 1073741824" "$(sed -n 's/^ferry: stream [0-9]*: ranges=\([0-9]*\) image=\([0-9]*\) .*/\1 \2/p' \
+        "$T/remote.err" | awk '{ n += $1; b += $2 } END { print n, b }')" \
+        "$way: ranges and bytes over the streams"
+    assert_contains "$T/remote.err" "ferry: copy: streams=4 ranges=15 image=1073741824 " \
+        "$way: the ranges in the summary"
     nbdinfo --map --json "$src" > "$T/map-src.json"
     nbdinfo --map --json "$dst" > "$T/map-dst.json"
     python3 "$CHECK" holes "$T/map-src.json" "$T/map-dst.json" >&2 || fail "$way: holes differ"

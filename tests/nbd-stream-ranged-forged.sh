@@ -24,7 +24,7 @@ peer_case () {  # CASE RC TEXT
     assert_eq "$2" "$rc" "$1: exit code"
     assert_contains "$T/peer.err" "$3" "$1: message"
 }
-peer_case bad-digests 22 "ferry: range 0 (offset 0, 1048576 bytes): the digest of what the receiver applied differs from $(uri src)'s, first at offset 65536"
+peer_case bad-digests 22 "ferry: the range at offset 0 (1048576 bytes): the digest of what the receiver applied differs from $(uri src)'s, first at offset 65536"
 peer_case stop 143 "ferry: stopped by SIGTERM; the image was sent up to offset 1048576"
 peer_case ready-length 21 "ferry: a READY at offset 0, length 1 on the stream's return direction: both must be 0"
 peer_case unaligned 21 "ferry: a request for the range [4096, +65536) of an export of 8388608 bytes: not inside it, not on 65536-byte blocks"
@@ -42,7 +42,7 @@ stream_case () {  # CASE RC TEXT [RECEIVE_OPTIONS...]
     [ -z "$text" ] || assert_contains "$T/recv.err" "$text" "$case $*: message"
 }
 stream_case order 21 "ferry: record at offset 65536, expected 0" --ranged
-stream_case bad-digest 22 "ferry: range 0 (offset 0, 131072 bytes): digest mismatch: its RANGE_END says 0000" --ranged
+stream_case bad-digest 22 "ferry: the range at offset 0 (131072 bytes): digest mismatch: its RANGE_END says 0000" --ranged
 stream_case end-digest 21 "ferry: END of a ranged stream with a digest (each range has its own)" --ranged
 stream_case good 21 "unsupported stream version 2 (this ferry reads 1; version 2 is the ranged stream of --streams)"
 # A valid range is applied, and its block digests come back after READY.
@@ -68,5 +68,5 @@ python3 "$PEER" stream delta-good 8388608 |
     within 60 "$FERRY" --nbd-receive="$(uri fresh)" --ranged --delta > "$T/answer" 2> "$T/recv.err" || rc=$?
 cat "$T/recv.err" >&2
 assert_eq 22 "$rc" "delta-good into a DST that differs: exit code"
-assert_contains "$T/recv.err" "ferry: range 0 (offset 0, 131072 bytes): digest mismatch: its RANGE_END says " \
+assert_contains "$T/recv.err" "ferry: the range at offset 0 (131072 bytes): digest mismatch: its RANGE_END says " \
     "delta-good into a DST that differs: message"
