@@ -7,9 +7,11 @@
  *   half -> controller: struct nbd_range_report, then @n_blocks block
  *     digests (32 bytes each) of the range just done, if any;
  *   controller -> half: struct nbd_range_grant.
- * A half reports a range only once its other side confirmed it (the
- * sender) or it applied it (the receiver), and asks for the next one in
- * the same message.  The functions below are the module's (nbd-ranges.c). */
+ * A receiver reports a range once it applied it; a sender once it sent
+ * it, with its own digests, and it checks the receiver's answer once the
+ * next range is sent (a difference fails the copy).  Either asks for the
+ * next range in the same message.  The functions below are the module's
+ * (nbd-ranges.c). */
 #ifndef FERRY_NBD_RANGES_H
 #define FERRY_NBD_RANGES_H
 

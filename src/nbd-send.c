@@ -89,12 +89,17 @@ struct sender {
    * (control_fd) or asked for on stdin. */
   bool ranged;
   struct nbd_range range;     /* the range being sent; index -1 before the first */
-  bool range_closed;          /* its RANGE_END was queued: its digests come next */
-  bool range_answered;        /* they came, and matched */
+  bool range_closed;          /* its RANGE_END was queued */
   bool ready_seen;            /* the receiver's READY came */
   struct stream_end range_base;   /* s->counts when it began */
   uint8_t *blocks;            /* its block digests (the hash fills them) */
-  uint8_t *answer;            /* the receiver's, to compare */
+  /* The range sent before, whose receiver's digests are still to come
+   * (index -1: none): a sender that takes its ranges from the controller
+   * reads them once the next range is sent, so that no range waits a round
+   * trip for the one before; one that reads REQUESTs, which come after
+   * them, at once. */
+  struct nbd_range unanswered;
+  uint8_t *unanswered_blocks; /* its block digests */
 
   /* --delta (with --ranged): the receiver's digests of each range's DEST
    * come first, and a block whose own digest is the same goes as SAME. */
@@ -225,6 +230,36 @@ take_ahead (struct sender *s)
   }
 }
 
+/* The receiver's digests of the unanswered range against ours, if there
+ * is one; false if they did not come, or differ. */
+static bool
+check_answer (struct sender *s)
+{
+  GError *error = NULL;
+  uint64_t n = nbd_range_blocks (&s->unanswered, B);
+  g_autofree uint8_t *answer = NULL;
+
+  if (s->unanswered.index < 0)
+    return true;
+  answer = g_malloc (n * STREAM_DIGEST_SIZE);
+  if (!nbd_range_read_digests (s->in, &s->unanswered, answer, &error)) {
+    set_failure (s, error);
+    return false;
+  }
+  for (uint64_t i = 0; i < n; i++)
+    if (memcmp (answer + i * STREAM_DIGEST_SIZE, s->unanswered_blocks + i * STREAM_DIGEST_SIZE,
+                STREAM_DIGEST_SIZE) != 0) {
+      set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_DIGEST,
+                                   NBD_RANGE_FMT ": the digest of what the receiver "
+                                   "applied differs from %s's, first at offset %" PRIu64,
+                                   NBD_RANGE_ARGS (&s->unanswered), s->export.name,
+                                   s->unanswered.offset + i * B));
+      return false;
+    }
+  s->unanswered.index = -1;
+  return true;
+}
+
 /* --delta, once @r is hashed: its blocks whose digest is DEST's become
  * SAME, and its records are encoded.  The range's DEST digests are read
  * first (blocking: the RANGE record went before); false if they did not
@@ -237,12 +272,16 @@ compare_request (struct sender *s, struct request *r)
   unsigned n_taken = r->n_segments;
   GError *error = NULL;
 
-  if (!s->have_dest_digests &&
-      !nbd_range_read_digests (s->in, &s->range, s->dest_digests, &error)) {
-    set_failure (s, error);
-    return false;
+  if (!s->have_dest_digests) {
+    /* The answer for the range before comes first. */
+    if (!check_answer (s))
+      return false;
+    if (!nbd_range_read_digests (s->in, &s->range, s->dest_digests, &error)) {
+      set_failure (s, error);
+      return false;
+    }
+    s->have_dest_digests = true;
   }
-  s->have_dest_digests = true;
   r->segments = g_new (struct segment, (r->read.length + B - 1) / B);
   r->n_segments = 0;
   for (unsigned i = 0; i < n_taken; i++) {
@@ -396,14 +435,12 @@ start_range (struct sender *s, const struct nbd_range *range)
   size_t digests = nbd_range_blocks (range, B) * STREAM_DIGEST_SIZE;
 
   s->range = *range;
-  s->range_closed = s->range_answered = false;
+  s->range_closed = false;
   s->range_base = s->counts;
   s->range_same_base = s->same_bytes;
   nbd_read_queue_range (&s->reads, range->offset, range->offset + range->length);
   GError *error = NULL;
 
-  g_free (s->answer);
-  s->answer = g_malloc (digests);
   if (s->delta) {
     g_free (s->dest_digests);
     s->dest_digests = g_malloc (digests);
@@ -419,35 +456,12 @@ start_range (struct sender *s, const struct nbd_range *range)
   s->preamble_pos = 0;
 }
 
-/* The receiver's digests of the range just sent against ours; false if
- * they did not come. */
-static bool
-check_answer (struct sender *s)
-{
-  GError *error = NULL;
-  uint64_t n = nbd_range_blocks (&s->range, B);
-
-  if (!nbd_range_read_digests (s->in, &s->range, s->answer, &error)) {
-    set_failure (s, error);
-    return false;
-  }
-  for (uint64_t i = 0; i < n; i++)
-    if (memcmp (s->answer + i * STREAM_DIGEST_SIZE, s->blocks + i * STREAM_DIGEST_SIZE,
-                STREAM_DIGEST_SIZE) != 0) {
-      set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_DIGEST,
-                                   NBD_RANGE_FMT ": the digest of what the receiver "
-                                   "applied differs from %s's, first at offset %" PRIu64,
-                                   NBD_RANGE_ARGS (&s->range), s->export.name,
-                                   s->range.offset + i * B));
-      return false;
-    }
-  return true;
-}
-
 /* --ranged, once the pipeline reached the range's end: close the range
  * with its RANGE_END; once that is written, check the receiver's digests
- * of it, and open the next range, or end the stream (END, counts zero).
- * It blocks for the answer and the next range, with nothing in flight. */
+ * of the range before it (a local half) or of it (a remote one), and open
+ * the next range, or end the stream (END, counts zero) once the last
+ * answer came.  It blocks for the answer and the next range, with nothing
+ * in flight. */
 static void
 ranged_step (struct sender *s)
 {
@@ -469,29 +483,38 @@ ranged_step (struct sender *s)
     s->range_closed = true;
     return;
   }
-  if (s->range.index >= 0 && !s->range_answered) {
-    if (!check_answer (s))
-      return;
-    s->range_answered = true;
-  } else if (s->range.index < 0 && !s->ready_seen) {
+  if (s->range.index < 0 && !s->ready_seen) {
     if (!nbd_range_read_ready (s->in, &error)) {
       set_failure (s, error);
       return;
     }
     s->ready_seen = true;
   }
+  if (!check_answer (s))
+    return;
+  if (s->range.index >= 0) {
+    g_free (s->unanswered_blocks);
+    s->unanswered = s->range;
+    s->unanswered_blocks = g_steal_pointer (&s->blocks);
+  }
+  /* The controller hears of the range at once, with our digests: a
+   * receiver's that differ fail the copy, whose image digest counts only
+   * when every stream succeeded. */
   if (s->options->control_fd > 0
-      ? !nbd_range_next (s->options->control_fd, s->export.size, &s->range, s->blocks,
-                         s->counts.data_bytes - s->range_base.data_bytes,
+      ? !nbd_range_next (s->options->control_fd, s->export.size, &s->unanswered,
+                         s->unanswered_blocks, s->counts.data_bytes - s->range_base.data_bytes,
                          s->same_bytes - s->range_same_base, &next, &error)
-      : !nbd_range_read_request (s->in, s->export.size, &next, &error)) {
-    set_failure (s, error);
+      : !check_answer (s) || !nbd_range_read_request (s->in, s->export.size, &next, &error)) {
+    if (error)
+      set_failure (s, error);
     return;
   }
   if (next.index >= 0) {
     start_range (s, &next);
     return;
   }
+  if (!check_answer (s))
+    return;
   struct stream_end none = { 0 };
   stream_encode_end (s->preamble, s->export.size, &none);
   s->preamble_len = STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE;
@@ -634,7 +657,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
                       .raw = options->raw && !digest_only, .out = STDOUT_FILENO,
                       .in = STDIN_FILENO, .ranged = options->ranged && !digest_only,
                       .delta = options->ranged && options->delta && !digest_only,
-                      .range = { -1, 0, 0 } };
+                      .range = { -1, 0, 0 }, .unanswered = { -1, 0, 0 } };
   const char *uri = digest_only ? options->digest : options->send;
   g_autoptr (GError) error = NULL;
   GSource *kick;
@@ -735,7 +758,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
     blkhash_clear (&s.hash);
   nbd_read_queue_clear (&s.reads);
   g_free (s.blocks);
-  g_free (s.answer);
+  g_free (s.unanswered_blocks);
   g_free (s.dest_digests);
   g_main_loop_unref (s.loop);
   return rc;
