@@ -49,14 +49,13 @@ struct channel_endpoint {
   char *command;              /* exec: the remote command; NULL for a direct channel */
   char *direct_error;         /* proxy=auto fell back to exec: why direct failed */
   int exit_status;            /* exec: the remote command's; -1 until known */
-  bool status_to_caller;      /* endpoint_ssh_exec_many: the caller reports the
+  bool status_to_caller;      /* endpoint_ssh_exec_on: the caller reports the
                                  status (endpoint_ssh_exit_status), not exit_code */
-  GString *stderr_line;       /* endpoint_ssh_exec_many: the remote stderr's unfinished
+  GString *stderr_line;       /* endpoint_ssh_exec_on: the remote stderr's unfinished
                                  line; its lines are ferry's, naming the host */
-  struct ssh_channel_callbacks_struct callbacks;  /* endpoint_ssh_exec_many: exit-signal */
-  char *stderr_label;         /* endpoint_ssh_exec_many: the stderr lines' prefix,
+  struct ssh_channel_callbacks_struct callbacks;  /* endpoint_ssh_exec_on: exit-signal */
+  char *stderr_label;         /* endpoint_ssh_exec_on: the stderr lines' prefix,
                                  if not the session's name */
-  bool discard_stderr;        /* endpoint_ssh_discard_stderr */
   char *exit_signal;          /* the signal that killed the remote command
                                  ("TERM"), once the server said so */
   bool eof_sent;
@@ -81,7 +80,7 @@ write_stderr (const char *buf, size_t n)
       break;
 }
 
-/* endpoint_ssh_exec_many: each whole line of the remote ferry's stderr
+/* endpoint_ssh_exec_on: each whole line of the remote ferry's stderr
  * ("ferry: MESSAGE") becomes "ferry: USER@HOST:PORT: MESSAGE", through
  * ferry_error so that it erases a --progress line first; with @flush the
  * unfinished rest too. */
@@ -92,8 +91,6 @@ pass_stderr_lines (struct channel_endpoint *se, bool flush)
   const char *name = se->stderr_label ? se->stderr_label : ferry_ssh_conn_name (se->conn);
   char *nl;
 
-  if (se->discard_stderr)
-    g_string_truncate (l, 0);
   while ((nl = memchr (l->str, '\n', l->len)) || (flush && l->len > 0)) {
     size_t len = nl ? (size_t) (nl - l->str) : l->len;
     const char *text = l->str;
@@ -576,6 +573,16 @@ on_exit_signal (ssh_session session, ssh_channel channel, const char *signal, in
   se->exit_signal = g_strdup (signal);
 }
 
+struct endpoint *
+endpoint_ssh_exec_on (struct ferry_ssh_conn *conn, const char *command, const char *label,
+                      GError **error)
+{
+  struct endpoint *ep;
+  size_t failed;
+
+  return endpoint_ssh_exec_many (conn, 1, &command, &label, &ep, &failed, error) ? ep : NULL;
+}
+
 bool
 endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, size_t n, const char *const *commands,
                         const char *const *labels, struct endpoint **endpoints,
@@ -607,16 +614,6 @@ endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, size_t n, const char *const
     endpoints[j] = &se->base;
   }
   return true;
-}
-
-void
-endpoint_ssh_discard_stderr (struct endpoint *ep)
-{
-  struct channel_endpoint *se = (struct channel_endpoint *) ep;
-
-  g_return_if_fail (ep->ops == &ssh_ops && se->stderr_line);
-  se->discard_stderr = true;
-  g_string_truncate (se->stderr_line, 0);
 }
 
 const char *

@@ -29,24 +29,25 @@ struct ferry_ssh_conn *ferry_ssh_conn_new (const struct address *address,
 void ferry_ssh_conn_unref (struct ferry_ssh_conn *conn);
 const char *ferry_ssh_conn_name (struct ferry_ssh_conn *conn);
 
-/* @n commands (quoted for the remote shell already; @labels[j] for
- * @commands[j]) run over @n exec channels on @conn, an authenticated
- * session (ferry_ssh_conn_new), for the remote stream mode.  Each request
- * goes out on every channel before the answers are awaited, so that n
- * channels take the round trips of one.  Each line of a command's stderr
- * becomes ferry's, as "ferry: LABEL: MESSAGE" (or, if @labels[j] is NULL,
- * the session's name, USER@HOST:PORT), printed as ferry_error prints,
- * below no progress line.  Exit statuses are left to the caller
- * (endpoint_ssh_exit_status), and the endpoints' exit_code reports nothing.
- * Each endpoint holds a reference on @conn.  All of them in @endpoints; or
- * none, false, and *@failed the first one that failed.  Errors:
+/* @command (quoted for the remote shell already) run over an exec channel
+ * on @conn, an authenticated session (ferry_ssh_conn_new), for the remote
+ * stream mode: each line of its stderr becomes ferry's, as
+ * "ferry: LABEL: MESSAGE" (@label, one channel's of several with
+ * --streams, or if NULL the session's name, USER@HOST:PORT), printed as
+ * ferry_error prints, below no progress line.  Its exit status is left to
+ * the caller (endpoint_ssh_exit_status), and the endpoint's exit_code
+ * reports nothing.  The endpoint holds a reference on @conn.  Errors:
  * FERRY_EXIT_CONNECT, or 128 + a stop signal. */
+struct endpoint *endpoint_ssh_exec_on (struct ferry_ssh_conn *conn, const char *command,
+                                       const char *label, GError **error);
+/* The same for @n commands (@labels[j] for @commands[j]) on @n channels
+ * opened at once: each request goes out on every channel before the
+ * answers are awaited, so that n channels take the round trips of one.
+ * All of them in @endpoints; or none, false, and *@failed the first one
+ * that failed. */
 bool endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, size_t n, const char *const *commands,
                              const char *const *labels, struct endpoint **endpoints,
                              size_t *failed, GError **error);
-/* An exec channel whose remote command's stderr lines, so far and to
- * come, are dropped: another channel's failure says it all. */
-void endpoint_ssh_discard_stderr (struct endpoint *ep);
 /* An exec channel's remote exit status, or -1 while it is not known (or
  * the channel closed without one). */
 int endpoint_ssh_exit_status (struct endpoint *ep);

@@ -119,7 +119,7 @@ nbd_range_length (uint64_t remaining, unsigned streams)
   uint64_t length = remaining / MAX (streams, 1);
 
   length = CLAMP (length - length % mib, NBD_RANGE_MIN, NBD_RANGE_SIZE);
-  if (remaining < length + NBD_RANGE_MIN / 2)
+  if (remaining < length + NBD_RANGE_MIN / 2 && remaining <= NBD_RANGE_SIZE)
     return remaining;
   return length;
 }

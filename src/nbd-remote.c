@@ -146,14 +146,14 @@ struct remote_copy {
   uint8_t *packet;            /* a report's room */
   struct progress *progress;
   gint64 start_us;
-  struct ferry_ssh_conn *conn;  /* while the channels open */
+  /* To start the channels after the first: only once the first one's
+   * halves have both opened their exports (its first report), so that a
+   * missing or unusable export fails the copy with one message, and a
+   * server that serves one client at a time serves the first stream's,
+   * whose local half goes first, rather than a later one's. */
+  struct ferry_ssh_conn *conn;
   const struct ferry_options *options;
   struct relay_config config;
-  /* Every channel's remote half runs from the start, but the local halves
-   * of the channels after the first go, and their relays and remote lines
-   * with them, only once the first channel's halves have both opened their
-   * exports (its first report), so that a missing or unusable export fails
-   * the copy with one message. */
   bool all_started;
 };
 
@@ -378,9 +378,7 @@ abort_channel (struct remote_channel *c)
       close (c->go);
     c->go = -1;
     c->relay_done = true;
-    /* What its remote half said repeats the failure, if anything. */
-    if (c->channel)
-      endpoint_ssh_discard_stderr (c->channel);
+    /* Opened with the others, before one of them failed. */
     g_clear_pointer (&c->channel, endpoint_free);
   }
   if (!c->child_done)
@@ -888,47 +886,59 @@ run_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
   return true;
 }
 
-/* Run every channel's remote half on the session, all at once. */
+/* Run @c's remote half on the session, let its child go, and relay. */
 static bool
-open_channels (struct remote_copy *rc, GError **error)
+start_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
 {
-  g_autofree const char **commands = g_new (const char *, rc->n);
-  g_autofree const char **labels = g_new (const char *, rc->n);
-  g_autofree struct endpoint **channels = g_new (struct endpoint *, rc->n);
-  size_t failed;
-
-  for (unsigned i = 0; i < rc->n; i++) {
-    name_channel (rc, &rc->ch[i]);
-    commands[i] = rc->ch[i].command;
-    labels[i] = rc->ranged ? rc->ch[i].who : NULL;
-  }
-  if (!endpoint_ssh_exec_many (rc->conn, rc->n, commands, labels, channels, &failed, error))
-    return false;
-  for (unsigned i = 0; i < rc->n; i++)
-    rc->ch[i].channel = channels[i];
-  return true;
+  name_channel (rc, c);
+  c->channel = endpoint_ssh_exec_on (rc->conn, c->command, rc->ranged ? c->who : NULL, error);
+  return c->channel && run_channel (rc, c, error);
 }
 
-/* The first channel's halves are both up: let the others go. */
+/* The first channel's halves are both up: start the others, all at once.
+ * Opening them blocks the main loop for the round trips of one channel;
+ * the first relay's data waits in libssh meanwhile. */
 static void
 start_rest (struct remote_copy *rc)
 {
+  size_t n = rc->n - 1, failed = 0;
+  g_autofree const char **commands = g_new (const char *, n);
+  g_autofree const char **labels = g_new (const char *, n);
+  g_autofree struct endpoint **channels = g_new (struct endpoint *, n);
   g_autoptr (GError) error = NULL;
+  bool ok;
 
   rc->all_started = true;
-  for (unsigned i = 1; i < rc->n; i++)
-    if (!run_channel (rc, &rc->ch[i], &error)) {
-      rc->error = g_steal_pointer (&error);
-      rc->failed = &rc->ch[i];
-      for (unsigned j = 0; j < rc->n; j++)
-        abort_channel (&rc->ch[j]);
-      return;
-    }
+  for (size_t i = 0; i < n; i++) {
+    struct remote_channel *c = &rc->ch[i + 1];
+    name_channel (rc, c);
+    commands[i] = c->command;
+    labels[i] = c->who;
+  }
+  ok = endpoint_ssh_exec_many (rc->conn, n, commands, labels, channels, &failed, &error);
+  for (size_t i = 0; ok && i < n; i++)
+    rc->ch[i + 1].channel = channels[i];
+  for (size_t i = 0; ok && i < n; i++)
+    if (!run_channel (rc, &rc->ch[i + 1], &error))
+      ok = false, failed = i;
+  if (!ok && signal_watch_stop_pending ()) {
+    /* Stopped while they opened: the main loop passes the stop on to the
+     * first channel's halves; the others never ran. */
+    for (unsigned j = 1; j < rc->n; j++)
+      abort_channel (&rc->ch[j]);
+  } else if (!ok) {
+    rc->error = g_steal_pointer (&error);
+    rc->failed = &rc->ch[failed + 1];
+    for (unsigned j = 0; j < rc->n; j++)
+      abort_channel (&rc->ch[j]);
+  }
+  /* The channels hold their references on the session from now on. */
+  g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
 }
 
-/* Connect once (the host key, the login), run every remote half, let the
- * first channel's child go and relay; the others follow (start_rest).
- * The results in @rc.  False (with the error) if the copy never started. */
+/* Connect once (the host key, the login), run the first remote half, let
+ * its child go and relay; the others follow (start_rest).  The results in
+ * @rc.  False (with the error) if the copy never started. */
 static bool
 relay_copy (const struct ferry_options *options, const struct address *address,
             struct remote_copy *rc, GError **error)
@@ -948,9 +958,9 @@ relay_copy (const struct ferry_options *options, const struct address *address,
    * which would leave the echo off.  The local halves see their pipes
    * close, and end without a word. */
   rc->conn = ferry_ssh_conn_new (address, &options->connect, error);
-  started = rc->conn && open_channels (rc, error) && run_channel (rc, &rc->ch[0], error);
-  /* The channels hold their references on the session. */
-  g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
+  started = rc->conn && start_channel (rc, &rc->ch[0], error);
+  if (rc->all_started)
+    g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
   if (!started)
     return false;
   rc->start_us = g_get_monotonic_time ();
@@ -1173,13 +1183,10 @@ nbd_remote_main (const struct ferry_options *options)
   } else {
     code = copy_result (&rc, o);
   }
+  if (rc.conn)
+    ferry_ssh_conn_unref (rc.conn);
   for (unsigned i = 0; i < rc.n; i++) {
     struct remote_channel *c = &rc.ch[i];
-    /* A channel that never went: the first one's failure said it all. */
-    if (c->channel && !c->relay) {
-      endpoint_ssh_discard_stderr (c->channel);
-      endpoint_free (c->channel);
-    }
     g_clear_pointer (&c->go_watch, gsource_release);
     if (c->go >= 0)
       close (c->go);

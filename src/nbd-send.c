@@ -492,7 +492,8 @@ ranged_step (struct sender *s)
   }
   if (!check_answer (s))
     return;
-  if (s->range.index >= 0) {
+  /* (Once: a stop may end the wait below, and a call come again.) */
+  if (s->range.index >= 0 && s->blocks) {
     g_free (s->unanswered_blocks);
     s->unanswered = s->range;
     s->unanswered_blocks = g_steal_pointer (&s->blocks);

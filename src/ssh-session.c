@@ -125,12 +125,10 @@ conn_dispatch (GSource *source, GSourceFunc callback, gpointer data)
    * proceed costs one EAGAIN.  The others hear of processed input (or of
    * the session's death) too: it may have closed their channel, which
    * ends a relay that waits for nothing.  The relay never frees an
-   * endpoint from inside its ready callback, so the array is stable here.
-   * An endpoint that no relay runs yet (--streams holds channels back)
-   * has no callback. */
+   * endpoint from inside its ready callback, so the array is stable here. */
   for (guint i = 0; i < c->clients->len; i++) {
     struct ferry_ssh_client *cl = g_ptr_array_index (c->clients, i);
-    if (cl->ep->ready && (cl->want_read || cl->want_write || processed || c->dead))
+    if (cl->want_read || cl->want_write || processed || c->dead)
       cl->ep->ready (cl->ep->ready_data, cl->ep, cl->want_read, cl->want_write);
   }
   if (c->dead)

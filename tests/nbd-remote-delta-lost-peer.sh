@@ -88,8 +88,9 @@ wait_until 60 reading dst-down
 # The one remote sender still running is stream 1's: the image is one
 # range, and stream 2's ended when it heard there was none for it.
 alive () { local p; for p in $(cat "$T/down.pids"); do kill -0 "$p" 2> /dev/null && echo "$p"; done; }
-wait_until 10 eval '[ "$(alive | wc -l)" = 1 ]'
-kill -9 "$(alive)"
+one_alive () { first=$(alive); [ "$(echo "$first" | wc -w)" = 1 ]; }
+wait_until 10 one_alive
+kill -9 "$first"
 start=$SECONDS
 wait_rc 10 "$local_pid"
 cat "$T/local.err" >&2

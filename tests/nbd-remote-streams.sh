@@ -29,7 +29,7 @@ check_streams_copy () {  # WAY SRC DST
     done
     # 1 GiB over four streams: five ranges of 128 MiB, then a quarter of
     # what is left each time, down to 16 MiB: 96, 72, 54, 40, 30, 23, 17,
-    # 16, and 16 + 4 MiB (nbd_range_length).
+    # 16, 16, and 16 + 4 MiB (nbd_range_length).
     assert_eq "15 1073741824" "$(sed -n 's/^ferry: stream [0-9]*: ranges=\([0-9]*\) image=\([0-9]*\) .*/\1 \2/p' \
         "$T/remote.err" | awk '{ n += $1; b += $2 } END { print n, b }')" \
         "$way: ranges and bytes over the streams"

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # --streams=4, a download whose link stops carrying ferry's bytes just as
-# the channels start, so that nothing ferry sends arrives, not even the
-# signals for the remote halves: SIGTERM still ends the copy within
-# seconds (143 and the stop line).  It once waited for ever, opening
-# channels 2 to 4 on the main loop.
+# the first channel starts, so that opening channels 2 to 4 waits for
+# ever: SIGTERM still ends the copy within seconds (143, the first
+# stream's stop line, and none of the other streams ever ran).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
@@ -36,8 +35,9 @@ PY
 bg python3 "$T/proxy.py" "$port" "$SSHD_PORT" "$T/frozen"
 wait_for_port "$port"
 
-# One remote sender's header is held for a second, once it is written:
-# the link is frozen meanwhile, before the channels are all under way.
+# The first remote sender's header is held for a second, once it is
+# written: the link is frozen meanwhile, before the first channel is up
+# and the others are opened.
 cat > "$T/helper" <<HELPER
 #!/bin/bash
 if mkdir "$T/first" 2> /dev/null; then
@@ -56,8 +56,9 @@ pid=$!
 track $pid
 wait_until 20 test -e "$T/header-written"
 touch "$T/frozen"
-# The header reaches ferry (sshd to ferry still flows), and the local
-# halves' answers wait on the frozen link.
+# The header reaches ferry (sshd to ferry still flows), the first channel
+# is up, and ferry opens the others over the frozen link.
 sleep 2
 stop_copy "$pid" "$T/err" 5
 assert_contains "$T/err" "ferry: stopped by SIGTERM" "the stop line"
+! grep -E '\(stream [234]\)' "$T/err" || fail "a stream other than the first ran"
