@@ -263,14 +263,19 @@ ferry_ssh_authenticate (struct ferry_ssh_conn *c, const struct address *a, bool 
                         GError **error)
 {
   ssh_session s = ferry_ssh_conn_session (c);
-  int rc = ferry_ssh_conn_wait (c, step_none, s, SSH_AUTH_AGAIN);
+  /* Keys first: a server's refusal of one lists the methods it accepts,
+   * which saves the round trip of asking ("none").  Only when no key was
+   * offered (none found) is the list still unknown. */
+  int rc = ferry_ssh_conn_wait (c, step_publickey, s, SSH_AUTH_AGAIN);
   int methods;
 
   if (rc == SSH_AUTH_SUCCESS)
     return true;
+  if (rc != SSH_AUTH_ERROR && rc != SSH_AUTH_AGAIN && ssh_userauth_list (s, NULL) == 0)
+    rc = ferry_ssh_conn_wait (c, step_none, s, SSH_AUTH_AGAIN);
+  if (rc == SSH_AUTH_SUCCESS)
+    return true;
   methods = ssh_userauth_list (s, NULL);
-  if (rc != SSH_AUTH_ERROR && (methods & SSH_AUTH_METHOD_PUBLICKEY))
-    rc = ferry_ssh_conn_wait (c, step_publickey, s, SSH_AUTH_AGAIN);
   if (rc != SSH_AUTH_SUCCESS && rc != SSH_AUTH_ERROR && rc != SSH_AUTH_AGAIN &&
       ask_password) {
     if (methods & SSH_AUTH_METHOD_INTERACTIVE)
