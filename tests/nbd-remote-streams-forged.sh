@@ -12,8 +12,13 @@ need python3
 start_sshd main /usr/bin:/bin
 serve src null size=9G
 serve dst memory size=9G
+# The remote halves note their PIDs: the test ends only once they have.
+# The real one may still be connecting to SRC when the copy fails, and
+# nbdkit, stopped by the cleanup meanwhile, would never finish that
+# handshake, nor exit while it waits (cleanup waits for nbdkit).
 cat > "$T/helper" <<HELPER
 #!/bin/sh
+echo \$\$ >> "$T/remote.pids"
 if mkdir "$T/forged" 2> /dev/null; then
     exec python3 "$FERRY_SOURCE_ROOT/tests/nbd-stream-ranged-peer.py" remote-sender early-end \
         $((9 << 30))
@@ -21,6 +26,11 @@ fi
 exec "$FERRY" "\$@"
 HELPER
 chmod +x "$T/helper"
+kill_remote_halves () {
+    local p
+    for p in $(cat "$T/remote.pids" 2> /dev/null); do kill -KILL "$p" 2> /dev/null || true; done
+}
+cleanup_fn kill_remote_halves
 REMOTE_HELPER=$T/helper
 start=$SECONDS
 remote_copy down "$(uri src)" "$(uri dst)" --streams=2
@@ -30,3 +40,6 @@ remote_copy down "$(uri src)" "$(uri dst)" --streams=2
 assert_eq 21 "$REMOTE_RC" "exit code"
 assert_eq "ferry: the sender ended the stream where the range at offset 0 (134217728 bytes) was asked for; the ranges $(uri dst) answered for are complete (flushed)" \
     "$(cat "$T/remote.err")" "the one line"
+gone () { local p; for p in $(cat "$T/remote.pids"); do ! kill -0 "$p" 2> /dev/null || return 1; done; }
+for _ in $(seq 200); do gone && break; sleep 0.05; done
+gone || { kill_remote_halves; fail "a remote half still ran 10 s after the copy"; }
