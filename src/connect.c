@@ -7,59 +7,19 @@
 #include "connect.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <glib-unix.h>
-
 #include "endpoint-fd.h"
 #include "endpoint-ssh.h"
 #include "error.h"
 #include "signal-watch.h"
 #include "ssh-session.h"
-
-static void
-set_int_option (int fd, int level, int name, int value)
-{
-  /* A refusal is not an error: the kernel's setting stands. */
-  setsockopt (fd, level, name, &value, sizeof value);
-}
-
-void
-socket_setup (int fd, const struct connect_options *opts)
-{
-  struct sockaddr_storage addr;
-  socklen_t len = sizeof addr;
-  int family = getsockname (fd, (struct sockaddr *) &addr, &len) == 0 ? addr.ss_family
-                                                                      : AF_UNSPEC;
-  bool tcp = family == AF_INET || family == AF_INET6;
-
-  fcntl (fd, F_SETFD, FD_CLOEXEC);
-  g_unix_set_fd_nonblocking (fd, TRUE, NULL);
-  if (opts->sndbuf > 0)
-    set_int_option (fd, SOL_SOCKET, SO_SNDBUF, (int) opts->sndbuf);
-  else if (opts->unix_sndbuf > 0 && family == AF_UNIX)
-    set_int_option (fd, SOL_SOCKET, SO_SNDBUF, (int) MIN (opts->unix_sndbuf, G_MAXINT / 2));
-  if (opts->rcvbuf > 0)
-    set_int_option (fd, SOL_SOCKET, SO_RCVBUF, (int) opts->rcvbuf);
-  if (!tcp)
-    return;
-  /* Small writes (NBD headers, RPC calls) must not wait for an ACK. */
-  set_int_option (fd, IPPROTO_TCP, TCP_NODELAY, 1);
-  if (opts->keepalive > 0) {
-    set_int_option (fd, SOL_SOCKET, SO_KEEPALIVE, 1);
-    set_int_option (fd, IPPROTO_TCP, TCP_KEEPIDLE, (int) opts->keepalive);
-    set_int_option (fd, IPPROTO_TCP, TCP_KEEPINTVL, (int) opts->keepalive);
-    set_int_option (fd, IPPROTO_TCP, TCP_KEEPCNT, FERRY_KEEPALIVE_PROBES);
-  }
-}
 
 static void
 set_connect_error (GError **error, const struct address *a, const char *reason)
@@ -103,14 +63,6 @@ connect_unix (const struct address *a, const struct connect_options *opts,
   }
   socket_setup (fd, opts);
   return endpoint_socket_new (fd, address_display_name (a));
-}
-
-int
-connect_timeout_ms (const struct connect_options *opts)
-{
-  if (opts->timeout == 0)
-    return -1;
-  return (int) MIN ((guint64) opts->timeout * 1000, (guint64) G_MAXINT);
 }
 
 /* Connect one resolved address, waiting at most @timeout_ms (-1: forever).

@@ -8,40 +8,7 @@
 
 #include "address.h"
 #include "endpoint.h"
-
-struct connect_options {
-  unsigned timeout;           /* seconds; 0 waits as long as the kernel does */
-  unsigned keepalive;         /* seconds: probe an idle peer this often, TCP
-                                 keepalive or ssh keepalive; 3 unanswered end
-                                 the connection.  0: never */
-  int family;                 /* AF_UNSPEC, or AF_INET / AF_INET6 to restrict TCP */
-  const char *remote_helper;  /* ssh exec mode: the program run on the server */
-  bool ask_password;          /* ssh: also password and keyboard-interactive
-                                 authentication, prompting on the terminal */
-  size_t sndbuf, rcvbuf;      /* SO_SNDBUF / SO_RCVBUF bytes; 0 keeps the kernel's */
-  size_t unix_sndbuf;         /* SO_SNDBUF of a UNIX socket without --sndbuf:
-                                 the relay's buffer size, so that one splice
-                                 or write can hand over a full buffer.  TCP
-                                 keeps the kernel's autotuning.  Set by
-                                 ferry_run() */
-};
-
-/* Unanswered TCP keepalive probes that end a connection (--keepalive). */
-#define FERRY_KEEPALIVE_PROBES 3
-
-/* Every option of a socket ferry relays on, in one place (as OpenBSD
- * netcat's set_common_sockopts()): close-on-exec, non-blocking, @options'
- * SO_SNDBUF / SO_RCVBUF, and on TCP, TCP_NODELAY and --keepalive.  For a
- * socket ferry connects (before connect() for TCP, so that the window
- * scale reflects SO_RCVBUF; after it for UNIX, whose connect blocks),
- * accepts (listen.c) or inherits (fd:N).  A refused option is not an
- * error: the kernel's setting stands (it caps SO_SNDBUF at
- * net.core.wmem_max). */
-void socket_setup (int fd, const struct connect_options *options);
-
-/* --connect-timeout in milliseconds for poll(2) and libssh, -1 for none.
- * Past INT_MAX ms (24.8 days) it is INT_MAX ms: never an overflow. */
-int connect_timeout_ms (const struct connect_options *options);
+#include "socket-options.h"
 
 /* Returns a connected endpoint, or NULL with a FERRY_EXIT_CONNECT error
  * ("cannot connect to 'NAME': REASON"). */

@@ -7,7 +7,7 @@
 #include <glib.h>
 
 #include "address.h"
-#include "connect.h"
+#include "socket-options.h"
 #include "endpoint.h"
 
 struct ferry_ssh_conn;

@@ -19,7 +19,7 @@
 
 #include <glib-unix.h>
 
-#include "connect.h"
+#include "socket-options.h"
 #include "error.h"
 #include "gsource-release.h"
 #include "message.h"

@@ -5,7 +5,7 @@
 #include <glib.h>
 
 #include "address.h"
-#include "connect.h"
+#include "socket-options.h"
 
 struct listener;
 

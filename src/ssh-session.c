@@ -5,7 +5,6 @@
 
 #include "ssh-session.h"
 
-#include <poll.h>
 
 #include <libssh/callbacks.h>
 #include <libssh/server.h>      /* ssh_send_keepalive, for clients too */
@@ -18,8 +17,6 @@
 
 /* Without --connect-timeout: how long the final flush may take. */
 #define FINAL_FLUSH_MS 60000
-/* A blocking wait re-polls libssh at least this often. */
-#define WAIT_SLICE_MS 200
 /* Without --connect-timeout: how long the handshake may take, as libssh's
  * own blocking ssh_connect allows. */
 #define HANDSHAKE_MS 10000
@@ -178,34 +175,13 @@ on_keepalive (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-/* ferry_ssh_conn_wait, for at most @timeout_ms (-1: no limit). */
-static int
-wait_for (struct ferry_ssh_conn *c, int (*step) (void *data), void *data, int again,
-          int timeout_ms)
-{
-  gint64 deadline = timeout_ms < 0 ? -1 : g_get_monotonic_time () + timeout_ms * G_GINT64_CONSTANT (1000);
-  int rc;
-
-  /* A stop signal gives up the wait (the main loop, blocked meanwhile,
-   * then delivers it): a link that stalls here would hold it for ever.
-   * poll() returns at the signal, whatever SA_RESTART says. */
-  while ((rc = step (data)) == again && !signal_watch_stop_pending ()) {
-    gint64 now = g_get_monotonic_time ();
-    gint64 slice_end = now + WAIT_SLICE_MS * G_GINT64_CONSTANT (1000);
-    short events = POLLIN | (ssh_get_poll_flags (c->session) & SSH_WRITE_PENDING ? POLLOUT : 0);
-    if (deadline >= 0 && now >= deadline)
-      break;
-    signal_watch_poll (ssh_get_fd (c->session), events,
-                       deadline >= 0 ? MIN (deadline, slice_end) : slice_end);
-  }
-  mark_buffered (c, NULL);
-  return rc;
-}
-
 int
 ferry_ssh_conn_wait (struct ferry_ssh_conn *c, int (*step) (void *data), void *data, int again)
 {
-  return wait_for (c, step, data, again, c->timeout_ms);
+  int rc = ferry_ssh_wait (c->session, step, data, again, c->timeout_ms);
+
+  mark_buffered (c, NULL);
+  return rc;
 }
 
 static int
@@ -215,22 +191,22 @@ step_connect (void *session)
 }
 
 /* Connect, check the host key and log in, every network wait through
- * wait_for, so that a stop signal ends it. */
+ * ferry_ssh_wait, so that a stop signal ends it. */
 static bool
 conn_open (struct ferry_ssh_conn *c, const struct address *a, GError **error)
 {
   int rc;
 
   ssh_set_blocking (c->session, 0);
-  rc = wait_for (c, step_connect, c->session, SSH_AGAIN,
-                 c->timeout_ms < 0 ? HANDSHAKE_MS : c->timeout_ms);
+  rc = ferry_ssh_wait (c->session, step_connect, c->session, SSH_AGAIN,
+                       c->timeout_ms < 0 ? HANDSHAKE_MS : c->timeout_ms);
   if (rc != SSH_OK) {
     ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
                      rc == SSH_AGAIN ? "timed out" : ssh_get_error (c->session));
     return false;
   }
   return ferry_ssh_verify_host_key (c->session, c->name, a, error) &&
-         ferry_ssh_authenticate (c, a, c->ask_password, error);
+         ferry_ssh_authenticate (c->session, c->name, c->timeout_ms, a, c->ask_password, error);
 }
 
 struct ferry_ssh_conn *

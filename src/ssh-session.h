@@ -15,7 +15,7 @@
 #include <libssh/libssh.h>
 
 #include "address.h"
-#include "connect.h"
+#include "socket-options.h"
 #include "endpoint.h"
 
 struct ferry_ssh_conn;
@@ -48,11 +48,8 @@ bool ferry_ssh_conn_is_dead (struct ferry_ssh_conn *conn);
 /* Bytes libssh has read from the session's socket so far. */
 guint64 ferry_ssh_conn_bytes_in (struct ferry_ssh_conn *conn);
 
-/* Repeat @step while it returns @again, waiting for the session's fd in
- * between, for at most the connect timeout.  Returns @step's last result,
- * or @again on timeout or once a stop signal is pending
- * (signal_watch_stop_pending).  Blocks the main loop: only for short
- * exchanges (logging in, opening a channel) before a relay starts. */
+/* ferry_ssh_wait (ssh-setup.h) on the session, for at most the connect
+ * timeout; then every channel may hold input that libssh processed. */
 int ferry_ssh_conn_wait (struct ferry_ssh_conn *conn, int (*step) (void *data), void *data,
                    int again);
 

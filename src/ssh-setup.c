@@ -15,6 +15,31 @@
 #include "message.h"
 #include "signal-watch.h"
 
+/* A blocking wait re-polls libssh at least this often. */
+#define WAIT_SLICE_MS 200
+
+int
+ferry_ssh_wait (ssh_session session, int (*step) (void *data), void *data, int again,
+                int timeout_ms)
+{
+  gint64 deadline = timeout_ms < 0 ? -1 : g_get_monotonic_time () + timeout_ms * G_GINT64_CONSTANT (1000);
+  int rc;
+
+  /* A stop signal gives up the wait (the main loop, blocked meanwhile,
+   * then delivers it): a link that stalls here would hold it for ever.
+   * poll() returns at the signal, whatever SA_RESTART says. */
+  while ((rc = step (data)) == again && !signal_watch_stop_pending ()) {
+    gint64 now = g_get_monotonic_time ();
+    gint64 slice_end = now + WAIT_SLICE_MS * G_GINT64_CONSTANT (1000);
+    short events = POLLIN | (ssh_get_poll_flags (session) & SSH_WRITE_PENDING ? POLLOUT : 0);
+    if (deadline >= 0 && now >= deadline)
+      break;
+    signal_watch_poll (ssh_get_fd (session), events,
+                       deadline >= 0 ? MIN (deadline, slice_end) : slice_end);
+  }
+  return rc;
+}
+
 /* Prompt on the controlling terminal, never on stdio (which carries data).
  * Returns false without a terminal, or once a stop signal has come. */
 static bool
@@ -204,12 +229,11 @@ step_password (void *data)
 
 /* Keyboard-interactive: every prompt goes to the terminal. */
 static int
-auth_kbdint (struct ferry_ssh_conn *c)
+auth_kbdint (ssh_session s, int timeout_ms)
 {
-  ssh_session s = ferry_ssh_conn_session (c);
   int rc;
 
-  while ((rc = ferry_ssh_conn_wait (c, step_kbdint, s, SSH_AUTH_AGAIN)) == SSH_AUTH_INFO) {
+  while ((rc = ferry_ssh_wait (s, step_kbdint, s, SSH_AUTH_AGAIN, timeout_ms)) == SSH_AUTH_INFO) {
     int n = ssh_userauth_kbdint_getnprompts (s);
     for (int i = 0; i < n; i++) {
       char echo = 0, answer[1024];
@@ -224,16 +248,16 @@ auth_kbdint (struct ferry_ssh_conn *c)
 }
 
 static int
-auth_password (struct ferry_ssh_conn *c)
+auth_password (ssh_session s, const char *name, int timeout_ms)
 {
   char password[1024];
-  g_autofree char *prompt = g_strdup_printf ("%s's password: ", ferry_ssh_conn_name (c));
-  struct password_step step = { ferry_ssh_conn_session (c), password };
+  g_autofree char *prompt = g_strdup_printf ("%s's password: ", name);
+  struct password_step step = { s, password };
   int rc;
 
   if (!tty_prompt (prompt, password, sizeof password, false))
     return SSH_AUTH_DENIED;
-  rc = ferry_ssh_conn_wait (c, step_password, &step, SSH_AUTH_AGAIN);
+  rc = ferry_ssh_wait (s, step_password, &step, SSH_AUTH_AGAIN, timeout_ms);
   explicit_bzero (password, sizeof password);
   return rc;
 }
@@ -259,30 +283,29 @@ describe_methods (int methods)
 }
 
 bool
-ferry_ssh_authenticate (struct ferry_ssh_conn *c, const struct address *a, bool ask_password,
-                        GError **error)
+ferry_ssh_authenticate (ssh_session s, const char *name, int timeout_ms,
+                        const struct address *a, bool ask_password, GError **error)
 {
-  ssh_session s = ferry_ssh_conn_session (c);
   /* Keys first: a server's refusal of one lists the methods it accepts,
    * which saves the round trip of asking ("none").  Only when no key was
    * offered (none found) is the list still unknown. */
-  int rc = ferry_ssh_conn_wait (c, step_publickey, s, SSH_AUTH_AGAIN);
+  int rc = ferry_ssh_wait (s, step_publickey, s, SSH_AUTH_AGAIN, timeout_ms);
   int methods;
 
   if (rc == SSH_AUTH_SUCCESS)
     return true;
   if (rc != SSH_AUTH_ERROR && rc != SSH_AUTH_AGAIN && ssh_userauth_list (s, NULL) == 0)
-    rc = ferry_ssh_conn_wait (c, step_none, s, SSH_AUTH_AGAIN);
+    rc = ferry_ssh_wait (s, step_none, s, SSH_AUTH_AGAIN, timeout_ms);
   if (rc == SSH_AUTH_SUCCESS)
     return true;
   methods = ssh_userauth_list (s, NULL);
   if (rc != SSH_AUTH_SUCCESS && rc != SSH_AUTH_ERROR && rc != SSH_AUTH_AGAIN &&
       ask_password) {
     if (methods & SSH_AUTH_METHOD_INTERACTIVE)
-      rc = auth_kbdint (c);
+      rc = auth_kbdint (s, timeout_ms);
     if (rc != SSH_AUTH_SUCCESS && rc != SSH_AUTH_ERROR && rc != SSH_AUTH_AGAIN &&
         (methods & SSH_AUTH_METHOD_PASSWORD))
-      rc = auth_password (c);
+      rc = auth_password (s, name, timeout_ms);
   }
   if (rc == SSH_AUTH_SUCCESS)
     return true;
@@ -295,7 +318,7 @@ ferry_ssh_authenticate (struct ferry_ssh_conn *c, const struct address *a, bool 
   g_autofree char *accepted = describe_methods (ssh_userauth_list (s, NULL));
   ferry_set_error (error, FERRY_EXIT_SSH_AUTH,
                    "ssh authentication to %s failed: the server accepts %s; ferry tried "
-                   "%s%s", ferry_ssh_conn_name (c), accepted,
+                   "%s%s", name, accepted,
                    a->ssh.keyfile ? "the ssh agent and keyfile=, then ~/.ssh/id_*"
                                   : "the ssh agent and ~/.ssh/id_*",
                    ask_password ? ", then password and keyboard-interactive on the terminal"

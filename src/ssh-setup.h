@@ -12,8 +12,7 @@
 #include <libssh/libssh.h>
 
 #include "address.h"
-#include "connect.h"
-#include "ssh-session.h"
+#include "socket-options.h"
 
 /* libssh's options for @address in OpenSSH's precedence: the host first,
  * then ~/.ssh/config and /etc/ssh/ssh_config (parsed here, so that libssh
@@ -34,9 +33,20 @@ bool ferry_ssh_verify_host_key (ssh_session session, const char *name,
 /* The agent, then identity files (keyfile= first, then ~/.ssh/id_*); then,
  * only with @ask_password and a terminal, keyboard-interactive and password.
  * Errors: FERRY_EXIT_SSH_AUTH (the server's methods and what was tried), or
- * FERRY_EXIT_CONNECT when the server fails or does not answer. */
-bool ferry_ssh_authenticate (struct ferry_ssh_conn *conn, const struct address *address,
-                             bool ask_password, GError **error);
+ * FERRY_EXIT_CONNECT when the server fails or does not answer.  @name
+ * ("USER@HOST:PORT") is for the prompt and messages; every wait is
+ * ferry_ssh_wait's, for at most @timeout_ms. */
+bool ferry_ssh_authenticate (ssh_session session, const char *name, int timeout_ms,
+                             const struct address *address, bool ask_password,
+                             GError **error);
+
+/* Repeat @step while it returns @again, waiting for @session's fd in
+ * between, for at most @timeout_ms (-1: no limit).  Returns @step's last
+ * result, or @again on timeout or once a stop signal is pending
+ * (signal_watch_stop_pending).  Blocks: only for short exchanges (the
+ * handshake, logging in, opening a channel) before a relay starts. */
+int ferry_ssh_wait (ssh_session session, int (*step) (void *data), void *data, int again,
+                    int timeout_ms);
 
 /* libssh's auth_function callback: a key passphrase, asked for on the
  * controlling terminal (never stdio, which carries data), only when the
