@@ -9,6 +9,7 @@
 
 #include <glib.h>
 
+#include "buffer-pipe.h"
 
 struct nbd_pipe {
   struct buffer base;

@@ -1,7 +1,7 @@
 /* ferry: a pipe as a relay direction's buffer: ferry's own, or one end's. */
 #include <config.h>
 
-#include "buffer.h"
+#include "buffer-pipe.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* ferry: fixed-size byte ring. */
 #include <config.h>
 
-#include "buffer.h"
+#include "buffer-ring.h"
 
 #include <errno.h>
 #include <string.h>

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "gsource-release.h"
-#include "buffer.h"
+#include "buffer-pipe.h"
 
 /* One GSource per endpoint polls its fd(s) through GPollFDs that ferry
  * owns, so a change of interest only rewrites .events: glib reads them

@@ -12,6 +12,7 @@
 #include "message.h"
 #include "nbd-framing.h"
 #include "buffer-nbd-pipe.h"
+#include "buffer-ring.h"
 #include "nbd-proto.h"
 
 /* One direction of the relay, and the NBD stream it carries. */

@@ -30,7 +30,7 @@ struct nbd_config {
 struct nbd_relay;
 
 /* Watch @up (the NBD client's stream) and @down (the server's), both made by
- * buffer_new_for() with --nbd (or rings with NBD_RING_RESERVE extra
+ * buffer_choose() with --nbd (or rings with NBD_RING_RESERVE extra
  * bytes): their fills feed the parser, and the relay reaches it through
  * the buffers' watcher (buffer.h): the guard's replies, the violation
  * ("NBD protocol violation: ..."), the final stats.  Each buffer holds a

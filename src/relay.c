@@ -12,14 +12,14 @@
 #include <string.h>
 
 #include "exit-codes.h"
-#include "buffer.h"
+#include "buffer-choose.h"
 #include "gsource-release.h"
 #include "message.h"
 
 struct pump {
   struct relay *relay;
   struct endpoint *src, *dst;
-  struct buffer *buf;         /* from buffer_new_for(): filled from src, drained to dst */
+  struct buffer *buf;         /* from buffer_choose(): filled from src, drained to dst */
   bool src_done;              /* EOF or read error seen, or reading stopped */
   bool dst_done;              /* everything delivered and dst's write side closed */
   bool failed;                /* dst failed: bytes were lost; reported already.
@@ -563,7 +563,8 @@ pump_init (struct pump *p, struct relay *relay, struct endpoint *src,
   p->dst = dst;
   p->shutdown_at_end = shutdown_at_end;
   p->last_moved = relay->started;
-  p->buf = buffer_new_for (src, dst, &relay->config);
+  p->buf = buffer_choose (src, dst, relay->config.buffer_size, relay->config.splice,
+                         &relay->config.nbd);
 }
 
 struct relay *
@@ -583,7 +584,8 @@ relay_new (struct endpoint *local, struct endpoint *remote,
   pump_init (&relay->down, relay, remote, local, true);
   local->ready = remote->ready = on_endpoint_ready;
   local->ready_data = remote->ready_data = relay;
-  buffer_watch_both (relay->up.buf, relay->down.buf, &relay->config, relay_wake, relay);
+  buffer_watch_both (relay->up.buf, relay->down.buf, &relay->config.nbd, relay->config.label,
+                     relay_wake, relay);
 
   if (config->idle_timeout > 0) {
     /* One timer, pushed forward lazily: traffic only updates a timestamp. */

@@ -11,10 +11,10 @@
 
 #include <glib.h>
 
-#include "buffer.h"
+#include "buffer-choose.h"
 #include "buffer-nbd-pipe.h"
+#include "buffer-ring.h"
 #include "nbd-relay.h"
-#include "relay.h"
 #include "session.h"
 
 /* Endpoints over memory: a source handing out @data in pieces of @piece
@@ -182,13 +182,13 @@ struct pipe_dir {
 static void
 pipe_dir_init (struct pipe_dir *d, size_t size)
 {
-  struct relay_config config = { .buffer_size = size, .splice = true, .nbd.enabled = true };
+  struct nbd_config nbd = { .enabled = true };
 
   g_assert_cmpint (socketpair (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, d->feed), ==, 0);
   g_assert_cmpint (socketpair (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, d->out), ==, 0);
   d->src = (struct sock_endpoint) { { .ops = &sock_ops }, d->feed[1] };
   d->dst = (struct sock_endpoint) { { .ops = &sock_ops }, d->out[0] };
-  d->buf = buffer_new_for (&d->src.base, &d->dst.base, &config);
+  d->buf = buffer_choose (&d->src.base, &d->dst.base, size, true, &nbd);
   g_assert_true (nbd_pipe_is (d->buf));
 }
 

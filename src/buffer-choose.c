@@ -1,11 +1,11 @@
-/* ferry: which buffer a relay direction gets (see buffer.h). */
+/* ferry: which buffer a relay direction gets (see buffer-choose.h). */
 #include <config.h>
 
-#include "buffer.h"
+#include "buffer-choose.h"
 
 #include "buffer-nbd-pipe.h"
-#include "nbd-relay.h"
-#include "relay.h"
+#include "buffer-pipe.h"
+#include "buffer-ring.h"
 
 /* The whole decision, for the direction @src -> @dst:
  *
@@ -25,15 +25,16 @@
  *  - The ring in every other case, and when no pipe can be made (out of
  *    fds): it works with any endpoint. */
 struct buffer *
-buffer_new_for (struct endpoint *src, struct endpoint *dst, const struct relay_config *config)
+buffer_choose (struct endpoint *src, struct endpoint *dst, size_t size, bool splice,
+               const struct nbd_config *nbd)
 {
-  size_t size = MAX (config->buffer_size, src->read_buffer_min);
-  int src_fd = config->splice ? endpoint_splice_fd (src, false) : -1;
-  int dst_fd = config->splice ? endpoint_splice_fd (dst, true) : -1;
+  int src_fd = splice ? endpoint_splice_fd (src, false) : -1;
+  int dst_fd = splice ? endpoint_splice_fd (dst, true) : -1;
   struct buffer *b = NULL;
 
-  if (config->nbd.enabled) {
-    if (!config->nbd.readonly && dst_fd >= 0)
+  size = MAX (size, src->read_buffer_min);
+  if (nbd->enabled) {
+    if (!nbd->readonly && dst_fd >= 0)
       b = nbd_pipe_new (src_fd, size);
     return b ? b : ring_new (size + NBD_RING_RESERVE);
   }
@@ -46,9 +47,9 @@ buffer_new_for (struct endpoint *src, struct endpoint *dst, const struct relay_c
 }
 
 void
-buffer_watch_both (struct buffer *up, struct buffer *down, const struct relay_config *config,
-                   GSourceFunc wake, void *data)
+buffer_watch_both (struct buffer *up, struct buffer *down, const struct nbd_config *nbd,
+                   const char *label, GSourceFunc wake, void *data)
 {
-  if (config->nbd.enabled)
-    nbd_relay_unref (nbd_relay_new (&config->nbd, config->label, up, down, wake, data));
+  if (nbd->enabled)
+    nbd_relay_unref (nbd_relay_new (nbd, label, up, down, wake, data));
 }
