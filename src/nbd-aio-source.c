@@ -9,7 +9,7 @@
 #include <config.h>
 
 #include "gsource-release.h"
-#include "nbd-stream.h"
+#include "nbd-aio-source.h"
 
 struct nbd_aio_source {
   GSource source;

@@ -7,12 +7,12 @@
  * once hashed. */
 #include <config.h>
 
-#include <errno.h>
 #include <inttypes.h>
-#include <stdio.h>
 
 #include "error.h"
 #include "gsource-release.h"
+#include "iszero.h"
+#include "nbd-aio-source.h"
 #include "message.h"
 #include "nbd-block-digests.h"
 #include "nbd-stream-format.h"
@@ -37,10 +37,10 @@ hash_read (struct nbd_block_digests *d, struct nbd_read *r)
   }
   d->read_bytes += r->length;
   for (uint64_t pos = 0, run; pos < r->length; pos += run) {
-    bool zero = nbd_stream_is_zero (r->buf + pos, MIN (B, r->length - pos));
+    bool zero = is_zero (r->buf + pos, MIN (B, r->length - pos));
     run = 0;
     while (pos + run < r->length &&
-           nbd_stream_is_zero (r->buf + pos + run, MIN (B, r->length - pos - run)) == zero)
+           is_zero (r->buf + pos + run, MIN (B, r->length - pos - run)) == zero)
       run += MIN (B, r->length - pos - run);
     if (zero) {
       blkhash_zero (&d->hash, run);
@@ -150,63 +150,4 @@ nbd_block_digests_free (struct nbd_block_digests *d)
   g_clear_error (&d->error);
   g_free (d->digests);
   g_free (d);
-}
-
-static void
-on_test_digests (struct nbd_block_digests *d, const GError *error, void *data)
-{
-  g_main_loop_quit (data);
-}
-
-int
-nbd_block_digests_test_main (const struct nbd_stream_options *options, const char *range)
-{
-  struct nbd_export e = { 0 };
-  bool kicked = false;
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GMainLoop) loop = g_main_loop_new (NULL, FALSE);
-  g_auto (GStrv) parts = g_strsplit (range, ":", 2);
-  guint64 offset, length;
-  struct nbd_block_digests *d = NULL;
-  int rc = FERRY_EXIT_OK;
-
-  if (g_strv_length (parts) != 2 ||
-      !g_ascii_string_to_unsigned (parts[0], 10, 0, G_MAXUINT64, &offset, NULL) ||
-      !g_ascii_string_to_unsigned (parts[1], 10, 0, G_MAXUINT64, &length, NULL)) {
-    ferry_error ("FERRY_TEST_BLOCK_DIGESTS='%s': expected OFFSET:LENGTH", range);
-    return FERRY_EXIT_USAGE;
-  }
-  e.kicked = &kicked;
-  if (nbd_export_open (&e, options, options->digest, false, &error))
-    d = nbd_block_digests_start (&e, e.size, offset, length, options->in_flight, on_test_digests,
-                                 loop, &error);
-  if (d) {
-    /* A connection lost wakes the computation. */
-    e.kicked = &d->kicked;
-    g_main_loop_run (loop);
-    if (d->error)
-      error = g_error_copy (d->error);
-  }
-  if (error) {
-    ferry_error ("%s", error->message);
-    rc = error->code;
-  } else {
-    char hex[2 * BLKHASH_SIZE + 1];
-    for (uint64_t i = 0; i < d->blocks; i++) {
-      blkhash_hex (d->digests + i * BLKHASH_SIZE, hex);
-      printf ("%s\n", hex);
-    }
-    if (fflush (stdout) != 0) {
-      ferry_error ("cannot write the digests to stdout: %s", g_strerror (errno));
-      rc = FERRY_EXIT_IO;
-    }
-    if (options->verbose)
-      ferry_report ("block digests: blocks=%" PRIu64 " read=%" PRIu64 " zero_blocks=%" PRIu64
-                    " requests=%" PRIu64, d->blocks, d->read_bytes, d->zero_blocks,
-                    d->requests);
-    nbd_export_finish (&e);
-  }
-  nbd_export_close (&e);
-  nbd_block_digests_free (d);
-  return rc;
 }

@@ -16,7 +16,7 @@
 
 #include "blkhash.h"
 #include "nbd-read-queue.h"
-#include "nbd-stream.h"
+#include "nbd-export.h"
 
 struct nbd_block_digests;
 
@@ -62,11 +62,5 @@ struct nbd_block_digests *nbd_block_digests_start (struct nbd_export *e, uint64_
 /* Free @d: once @done was called (see there), or, to give up before,
  * after closing the export. */
 void nbd_block_digests_free (struct nbd_block_digests *d);
-
-/* tests/nbd-block-digests.sh: with FERRY_TEST_BLOCK_DIGESTS=OFFSET:LENGTH
- * in the environment, --nbd-digest=URI prints the digests of that range
- * of URI's export, one lower-case hex line per block (and with -v a
- * summary on stderr) instead of the image digest. */
-int nbd_block_digests_test_main (const struct nbd_stream_options *options, const char *range);
 
 #endif

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "nbd-stream.h"
+#include "nbd-export.h"
 
 struct nbd_extent {
   uint64_t offset, length;

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "nbd-map.h"
-#include "nbd-stream.h"
+#include "nbd-export.h"
 
 struct nbd_read_queue;
 

@@ -19,13 +19,16 @@
 #include <unistd.h>
 
 #include "blkhash.h"
+#include "deferred-line.h"
 #include "error.h"
 #include "message.h"
 #include "gsource-release.h"
+#include "iszero.h"
 #include "nbd-block-digests.h"
 #include "nbd-ranges.h"
-#include "nbd-remote.h"
-#include "nbd-stream.h"
+#include "nbd-aio-source.h"
+#include "nbd-export.h"
+#include "nbd-receive.h"
 #include "nbd-stream-format.h"
 #include "progress.h"
 #include "signal-watch.h"
@@ -284,7 +287,7 @@ apply_record (struct receiver *r, bool scan)
     bool run_zero = false;
     for (uint64_t pos = 0;; pos = MIN (pos + block, len)) {
       uint64_t n = MIN (block, len - pos);
-      bool zero = n > 0 && nbd_stream_is_zero (p->data + pos, n);
+      bool zero = n > 0 && is_zero (p->data + pos, n);
       if (pos > run && (n == 0 || zero != run_zero)) {
         if (run_zero) {
           zero_now (r, off + run, pos - run);
@@ -897,7 +900,7 @@ nbd_receive_main (const struct nbd_stream_options *options)
     /* A download's local half: the remote sender's end explains a stream
      * cut short, and the parent says so on one line. */
     if (!(r.truncated && options->report_fd > 0 &&
-          nbd_remote_defer_line (options->report_fd, r.error->message, where)))
+          deferred_line_send (options->report_fd, r.error->message, where)))
       ferry_error ("%s%s%s", r.error->message, where ? "; " : "", where ? where : "");
     g_error_free (r.error);
   } else if (r.end_seen && !r.parser.ranged &&

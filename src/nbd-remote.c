@@ -43,6 +43,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "deferred-line.h"
 #include "endpoint-fd.h"
 #include "endpoint-ssh.h"
 #include "error.h"
@@ -102,7 +103,7 @@ struct remote_channel {
                                  deferred line) */
   GSource *go_watch;          /* an upload's: for the sender's deferred line */
   char *cut_reason;           /* the local half's deferred line
-                                 (nbd_remote_defer_line), or NULL: a
+                                 (deferred-line.h), or NULL: a
                                  receiver's stream cut short, or a sender
                                  that could not open SRC */
   char *cut_where;            /* and where its destination is complete */
@@ -285,40 +286,6 @@ copy_quit_if_done (struct remote_copy *rc)
     g_main_loop_quit (rc->loop);
 }
 
-bool
-nbd_remote_defer_line (int report_fd, const char *reason, const char *where)
-{
-  g_autoptr (GString) packet = g_string_new (reason);
-
-  /* The reason, then after a NUL the place, if any. */
-  if (where) {
-    g_string_append_c (packet, '\0');
-    g_string_append (packet, where);
-  }
-  return send (report_fd, packet->str, packet->len, MSG_NOSIGNAL) == (ssize_t) packet->len;
-}
-
-/* The line that @c's local receiver deferred, if it sent one. */
-static void
-take_deferred_line (struct remote_channel *c)
-{
-  ssize_t len = recv (c->go, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
-  char *packet;
-
-  if (len <= 0)
-    return;
-  packet = g_malloc (len + 1);
-  len = recv (c->go, packet, len, MSG_DONTWAIT);
-  if (len <= 0) {
-    g_free (packet);
-    return;
-  }
-  packet[len] = '\0';
-  c->cut_reason = packet;
-  if (strlen (packet) < (size_t) len)
-    c->cut_where = g_strdup (packet + strlen (packet) + 1);
-}
-
 static void
 print_deferred_line (const struct remote_channel *c)
 {
@@ -448,7 +415,7 @@ on_sender_deferred (gint fd, GIOCondition condition, gpointer data)
 
   (void) fd; (void) condition;
   g_clear_pointer (&c->go_watch, gsource_release);
-  take_deferred_line (c);
+  deferred_line_take (c->go, &c->cut_reason, &c->cut_where);
   if (c->cut_reason && !c->relay_done) {
     end_relay (c, FERRY_EXIT_OK);
     c->remote_cut = c->remote_status < 0 && c->remote_signal == NULL;
@@ -471,7 +438,7 @@ on_child_exit (GPid pid, gint wstatus, gpointer data)
   c->child_done = true;
   c->child_status = wstatus;
   if (!c->rc->upload)
-    take_deferred_line (c);
+    deferred_line_take (c->go, &c->cut_reason, &c->cut_where);
   if (!c->rc->upload && !c->relay_done && !(WIFEXITED (wstatus) && WEXITSTATUS (wstatus) == 0)) {
     end_relay (c, FERRY_EXIT_OK);
     c->remote_cut = c->remote_status < 0 && c->remote_signal == NULL;

@@ -19,13 +19,4 @@ bool nbd_remote_requested (const struct nbd_stream_options *options);
  * stream mode"). */
 int nbd_remote_main (const struct ferry_options *options);
 
-/* A download's local receiver whose stream was cut short, or an upload's
- * local sender that could not open SRC: its line (the @reason, and @where
- * its destination is complete, or NULL) goes to the parent on @report_fd
- * instead of stderr.  The parent prints it as it is when the remote half
- * did not fail; when a remote sender did, the remote's line says why, with
- * @where folded into the parent's own line about it, if any.  False if it
- * could not be sent: the caller prints it. */
-bool nbd_remote_defer_line (int report_fd, const char *reason, const char *where);
-
 #endif

@@ -24,13 +24,16 @@
 #include <unistd.h>
 
 #include "blkhash.h"
+#include "deferred-line.h"
 #include "error.h"
 #include "message.h"
 #include "gsource-release.h"
+#include "iszero.h"
 #include "nbd-ranges.h"
 #include "nbd-read-queue.h"
-#include "nbd-remote.h"
-#include "nbd-stream.h"
+#include "nbd-aio-source.h"
+#include "nbd-export.h"
+#include "nbd-send.h"
 #include "nbd-stream-format.h"
 #include "progress.h"
 #include "signal-watch.h"
@@ -124,22 +127,6 @@ set_failure (struct sender *s, GError *error)
   nbd_range_keep_failure (&s->error, error);
 }
 
-bool
-nbd_stream_is_zero (const uint8_t *buf, size_t len)
-{
-  /* The first 16 bytes, then the whole against itself shifted by 16. */
-  if (len < 16) {
-    for (size_t i = 0; i < len; i++)
-      if (buf[i])
-        return false;
-    return true;
-  }
-  for (size_t i = 0; i < 16; i++)
-    if (buf[i])
-      return false;
-  return memcmp (buf, buf + 16, len - 16) == 0;
-}
-
 /* The queue's @clear: what the writer added. */
 static void
 clear_request (struct nbd_read *read)
@@ -196,7 +183,7 @@ take_request (struct sender *s, struct request *r)
   } else {
     for (uint64_t pos = 0; pos < r->read.length; pos += B) {
       uint64_t n = MIN (B, r->read.length - pos);
-      add_segment (r, nbd_stream_is_zero (r->read.buf + pos, n), false, r->read.offset + pos, n,
+      add_segment (r, is_zero (r->read.buf + pos, n), false, r->read.offset + pos, n,
                    r->read.buf + pos);
     }
   }
@@ -675,7 +662,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   if (!nbd_export_open (&s.export, options, uri, false, &error)) {
     /* An upload's local half: the parent prints it, and closes the channel
      * before the remote receiver's line about the empty stream comes. */
-    if (!(options->report_fd > 0 && nbd_remote_defer_line (options->report_fd, error->message,
+    if (!(options->report_fd > 0 && deferred_line_send (options->report_fd, error->message,
                                                            NULL)))
       ferry_error ("%s", error->message);
     nbd_export_close (&s.export);

@@ -1,11 +1,13 @@
 /* ferry: NBD stream mode (--nbd-send, --nbd-receive, --nbd-digest),
  * on libnbd's AIO API and the glib main loop.  The format is in
- * doc/nbd-stream.md and nbd-stream-format.h. */
+ * doc/nbd-stream.md and nbd-stream-format.h.  This is the half that is
+ * linked into ferry (nbd-stream.c): options, limits, signals, progress
+ * and the summary; it carries no libnbd.h.  The libnbd side is the
+ * dlopened module (nbd-stream-module.c, nbd-export.h). */
 #ifndef FERRY_NBD_STREAM_H
 #define FERRY_NBD_STREAM_H
 
 #include <glib.h>
-#include <libnbd.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -51,36 +53,8 @@ struct nbd_stream_options {
   int control_fd;             /* a local half of --streams: its socket to the
                                  controller (nbd-ranges.h); 0: none */
   int report_fd;              /* a local half of the remote mode: its socket
-                                 to the parent, for nbd_remote_defer_line;
+                                 to the parent, for deferred_line_send;
                                  0: none */
-};
-
-/* One libnbd connection on the glib main loop (nbd-aio-source.c). */
-struct nbd_conn {
-  struct nbd_handle *nbd;
-  GSource *source;
-  unsigned in_flight;         /* commands issued and not yet completed */
-};
-
-/* A command on one connection, as its completion records it. */
-struct nbd_command {
-  struct nbd_conn *conn;      /* where it went; its in_flight counts it */
-  bool *kicked;               /* the owner's kick flag (nbd_kick_source_new) */
-  bool done;                  /* it completed, or libnbd refused it */
-  int error;                  /* its errno */
-};
-
-/* The connections to one export (nbd-stream-connect.c). */
-struct nbd_export {
-  const char *name;           /* the URI or the command, for messages */
-  struct nbd_conn conn[NBD_STREAM_MAX_CONNECTIONS];
-  unsigned n_conns;
-  uint64_t size;
-  uint32_t request_size;      /* clamped to the server's limits */
-  bool can_zero, can_fast_zero, can_flush, has_map;
-  GError *lost;               /* the first connection failure, if any */
-  bool *kicked;               /* set when a connection fails: the copy loop's
-                                 kick flag (nbd_kick_source_new) */
 };
 
 /* Counters for --progress and the -v summary. */
@@ -105,47 +79,6 @@ void nbd_stream_options_clear (struct nbd_stream_options *options);
  * argv (as nbdcopy accepts it), so that its options stay its own. */
 void nbd_stream_take_command (struct nbd_stream_options *options, int *argc, char **argv);
 
-/* nbd-stream-connect.c: open the export (more connections only with
- * multi-conn, never for a command), and set it up for the copy. */
-bool nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
-                      const char *uri, bool writing, GError **error);
-void nbd_export_close (struct nbd_export *e);
-/* The connection with the fewest commands in flight. */
-struct nbd_conn *nbd_export_pick (struct nbd_export *e);
-/* Issue a read of @length bytes at @offset into @buf on the connection
- * with the fewest commands in flight, stored in *@conn before the read
- * is issued (@done, which must decrement its in_flight, may run from
- * inside this call: libnbd retires the command at once if the connection
- * dies as it goes out).  False, with *@conn NULL and *@error (an errno)
- * set, if libnbd refused it; then @done is not called. */
-bool nbd_export_pread (struct nbd_export *e, uint8_t *buf, uint64_t length, uint64_t offset,
-                       struct nbd_conn **conn, nbd_completion_callback done, int *error);
-/* The completion of the struct nbd_command @data (a libnbd completion
- * callback, with the handle locked, or a part of one): done, its errno,
- * one command less on its connection, and the owner kicked. */
-int nbd_command_done (void *data, int *error);
-/* Shut down every connection that is still up (the receiver flushed them
- * on the main loop before). */
-void nbd_export_finish (struct nbd_export *e);
-unsigned nbd_export_in_flight (const struct nbd_export *e);
-
-/* nbd-aio-source.c: a GSource that drives @nbd; it calls @on_failure
- * once if the connection fails, with the reason. */
-GSource *nbd_aio_source_new (struct nbd_handle *nbd,
-                             void (*on_failure) (void *data, const char *reason),
-                             void *data);
-
-/* A GSource that runs @pump (returning G_SOURCE_CONTINUE) once per
- * main-loop turn in which *@kicked was set, and clears it first.  Completion
- * callbacks set the flag: the follow-up work then runs outside the
- * handle's lock. */
-GSource *nbd_kick_source_new (bool *kicked, GSourceFunc pump, void *data);
-
-/* The zero test of every block the sender reads and the raw receiver
- * gets: true if all @len bytes are 0 (a NUL block with a non-zero last
- * byte is data). */
-bool nbd_stream_is_zero (const uint8_t *buf, size_t len);
-
 /* The module's entry point (nbd-stream-module.c), which nbd_stream_main
  * finds by this name. */
 int nbd_stream_module_run (const struct nbd_stream_options *options);
@@ -157,10 +90,6 @@ int nbd_stream_module_run (const struct nbd_stream_options *options);
  * CPU.  Keep them; the in-flight bound still caps how many are live.  For
  * these one-shot processes only: a forwarder's memory goes back. */
 void nbd_stream_keep_freed_memory (void);
-
-/* nbd-send.c and nbd-receive.c. */
-int nbd_send_main (const struct nbd_stream_options *options, bool digest_only);
-int nbd_receive_main (const struct nbd_stream_options *options);
 
 /* --progress: a line of three counters, "image" (bytes in offset order,
  * of the image's size), "data" and "zero", and with --delta a fourth,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The block digests of a range (src/nbd-block-digests.c, which --delta
-# compares), through its test entry point, against python3 hashlib over
+# compares), through tests/block-digests.c, against python3 hashlib over
 # nbdcopy's copy of the export: nbdkit sparse-random (holes skipped by the
 # map), pattern (all data, a range ending at an odd export size), allocated
 # zero blocks found by reading, then ranges refused and a read that fails.
@@ -11,8 +11,8 @@ M=$((1024 * 1024))
 # The digests of [OFFSET, +LENGTH) of NAME's export, by ferry and by
 # python3 over $T/NAME.raw, must be the same; ferry's -v line in $T/err.
 check_range () {  # NAME OFFSET LENGTH
-    FERRY_TEST_BLOCK_DIGESTS="$2:$3" within 60 "$FERRY" -v --nbd-digest="$(uri "$1")" \
-        > "$T/ferry.txt" 2> "$T/err" || fail "ferry: $(cat "$T/err")"
+    within 60 "$FERRY_BLOCK_DIGESTS" -v "$(uri "$1")" "$2:$3" \
+        > "$T/ferry.txt" 2> "$T/err" || fail "block-digests: $(cat "$T/err")"
     python3 "$CHECK" blocks "$T/$1.raw" "$2" "$3" > "$T/python.txt"
     assert_eq $((($3 + 65535) / 65536)) "$(wc -l < "$T/ferry.txt")" "blocks of $1 [$2, +$3)"
     cmp "$T/python.txt" "$T/ferry.txt" || fail "$1 [$2, +$3): the digests differ"
@@ -51,14 +51,14 @@ assert_eq 77 "$(field zero_blocks)" "zero blocks found by reading"
 # Ranges off the blocks or outside the export, and a failing read.
 for range in 1:65536 0:65537 $((40 * M)):$((2 * 65536)) $((size + 65536)):0; do
     set +e
-    FERRY_TEST_BLOCK_DIGESTS=$range "$FERRY" --nbd-digest="$(uri pattern)" > /dev/null 2> "$T/err"
+    "$FERRY_BLOCK_DIGESTS" "$(uri pattern)" "$range" > /dev/null 2> "$T/err"
     rc=$?
     set -e
     assert_ferry_error 21 "$rc" "$T/err" "is not whole 65536-byte blocks inside the image of $size bytes"
 done
 serve_failing_reads bad $((64 * M)) $((40 * M))
 set +e
-FERRY_TEST_BLOCK_DIGESTS=0:$((64 * M)) within 60 "$FERRY" --nbd-digest="$(uri bad)" > /dev/null 2> "$T/err"
+within 60 "$FERRY_BLOCK_DIGESTS" "$(uri bad)" 0:$((64 * M)) > /dev/null 2> "$T/err"
 rc=$?
 set -e
 assert_ferry_error 20 "$rc" "$T/err" "failed: Input/output error"

@@ -2,7 +2,7 @@
 # --delta resumes a copy: an upload over --streams=4 whose local ferry is
 # SIGKILLed once part of the destination is written; a re-run with
 # --delta sends exactly the blocks that still differ (counted beforehand
-# from both exports' block digests, FERRY_TEST_BLOCK_DIGESTS) and makes
+# from both exports' block digests, tests/block-digests.c) and makes
 # the copy identical.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
@@ -33,7 +33,7 @@ gone () { ! pgrep -f -- "--remote-helper=$T/helper" > /dev/null && ! pgrep -f --
 wait_until 10 gone
 
 block_digests () {  # NAME
-    FERRY_TEST_BLOCK_DIGESTS=0:$size within 60 "$FERRY" --nbd-digest="$(uri "$1")" > "$T/$1.digests"
+    within 60 "$FERRY_BLOCK_DIGESTS" "$(uri "$1")" 0:$size > "$T/$1.digests"
 }
 block_digests src
 block_digests dst

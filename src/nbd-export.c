@@ -4,12 +4,14 @@
  * advertises multi-conn. */
 #include <config.h>
 
+#include "nbd-export.h"
+
 #include <errno.h>
 #include <inttypes.h>
 
 #include "error.h"
 #include "gsource-release.h"
-#include "nbd-stream.h"
+#include "nbd-aio-source.h"
 #include "nbd-stream-format.h"
 #include "signal-watch.h"
 
