@@ -1,6 +1,6 @@
-/* ferry: libFuzzer target over the address parser (src/address.c), every
+/* ferry: libFuzzer target over the address parser (src/transport/address.c), every
  * form: unix:, @, tcp:, [V6]:PORT, fd:, ssh:// with its parameters, and the
- * libvirt URIs it hands to src/virt-uri.c.
+ * libvirt URIs it hands to src/transport/virt-uri.c.
  *
  * Input: one byte of settings (bit 0: ADDRESS_LIBVIRT_READONLY), then the
  * address text (cut at the first NUL).  The parser must never crash or

@@ -1,5 +1,5 @@
 /* ferry: libFuzzer target over the NBD stream parser
- * (src/nbd-stream-format.c).
+ * (src/stream/nbd-stream-format.c).
  *
  * Input: one byte that picks the piece size the rest is fed in, then a
  * stream (seeds: real streams from ferry --nbd-send, see

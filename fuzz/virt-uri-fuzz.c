@@ -1,4 +1,4 @@
-/* ferry: libFuzzer target over the libvirt URI mapping (src/virt-uri.c).
+/* ferry: libFuzzer target over the libvirt URI mapping (src/transport/virt-uri.c).
  *
  * Input: one byte of settings, then the URI text (cut at the first NUL).
  * Settings bit 0 asks for the read-only socket; bits 1-2 set or unset

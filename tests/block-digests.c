@@ -1,4 +1,4 @@
-/* The block digests of one range of an export (src/nbd-block-digests.c,
+/* The block digests of one range of an export (src/stream/module/nbd-block-digests.c,
  * which --delta compares), for tests/nbd-block-digests.sh and
  * nbd-remote-delta-resume.sh:
  *   block-digests [-v] URI OFFSET:LENGTH

@@ -1,4 +1,4 @@
-/* Unit test of the zero test (src/iszero.h): every length around the
+/* Unit test of the zero test (src/stream/module/iszero.h): every length around the
  * 16-byte head, a non-zero byte at every position of short and long
  * blocks (the first, the last, one past the head), and buffers that do
  * not start on an aligned address. */

@@ -13,11 +13,11 @@ mkdir "$T/seeds" "$T/corpus"
 
 # Build $T/fuzz from SOURCES (relative to the source root).
 fuzz_build () {  # SOURCES...
-    local san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined" s srcs=()
+    local san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined" s srcs=() incs=()
     for s in "$@"; do srcs+=("$FERRY_SOURCE_ROOT/$s"); done
+    for s in src/common src/relay src/transport src/stream tests/nbd; do incs+=("-I$FERRY_SOURCE_ROOT/$s"); done
     # shellcheck disable=SC2046,SC2086
-    clang -g -O1 $san -D_GNU_SOURCE -I"$FERRY_BUILD_ROOT" -I"$FERRY_SOURCE_ROOT/src" \
-        -I"$FERRY_SOURCE_ROOT/tests/nbd" $(pkg-config --cflags glib-2.0) \
+    clang -g -O1 $san -D_GNU_SOURCE -I"$FERRY_BUILD_ROOT" "${incs[@]}" $(pkg-config --cflags glib-2.0) \
         "${srcs[@]}" $(pkg-config --libs glib-2.0) -o "$T/fuzz" ||
         fail "cannot build the fuzz target"
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The block digests of a range (src/nbd-block-digests.c, which --delta
+# The block digests of a range (src/stream/module/nbd-block-digests.c, which --delta
 # compares), through tests/block-digests.c, against python3 hashlib over
 # nbdcopy's copy of the export: nbdkit sparse-random (holes skipped by the
 # map), pattern (all data, a range ending at an odd export size), allocated

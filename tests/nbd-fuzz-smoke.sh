@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-fuzz.sh"
 
-fuzz_build fuzz/nbd-framing-fuzz.c tests/nbd/session.c src/nbd-framing.c src/error.c
+fuzz_build fuzz/nbd-framing-fuzz.c tests/nbd/session.c src/relay/nbd-framing.c src/common/error.c
 for c in "$FERRY_SOURCE_ROOT"/tests/nbd/captures/*.nbdrec; do
     n=$(basename "$c" .nbdrec)
     { printf '\016'; cat "$c"; } > "$T/seeds/$n-whole"      # pieces of 4096

@@ -1,4 +1,4 @@
-/* Unit test of the NBD stream parser (src/nbd-stream-format.c): streams
+/* Unit test of the NBD stream parser (src/stream/nbd-stream-format.c): streams
  * built with the encoders are replayed whole, in odd pieces and a byte at
  * a time, and must rebuild the same image; damaged, reordered and
  * truncated ones must fail with a message that names the offset.

@@ -11,8 +11,8 @@ echo 'int LLVMFuzzerTestOneInput (const char *d, unsigned long n) { return 0; }'
 clang -fsanitize=fuzzer,address "$T/probe.c" -o "$T/probe" 2>/dev/null ||
     skip "clang's libFuzzer runtime is missing"
 clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$FERRY_SOURCE_ROOT/src" "$FERRY_SOURCE_ROOT/fuzz/nbd-stream-fuzz.c" \
-    "$FERRY_SOURCE_ROOT/src/nbd-stream-format.c" -o "$T/fuzz" || fail "cannot build the fuzz target"
+    -I"$FERRY_SOURCE_ROOT/src/stream" "$FERRY_SOURCE_ROOT/fuzz/nbd-stream-fuzz.c" \
+    "$FERRY_SOURCE_ROOT/src/stream/nbd-stream-format.c" -o "$T/fuzz" || fail "cannot build the fuzz target"
 
 mkdir "$T/seeds" "$T/corpus"
 seed () {  # NAME NBDKIT-ARGS...: a real stream, fed whole and in pieces of 3

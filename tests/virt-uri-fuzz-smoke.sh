@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-fuzz.sh"
 
-fuzz_build fuzz/virt-uri-fuzz.c src/virt-uri.c src/error.c
+fuzz_build fuzz/virt-uri-fuzz.c src/transport/virt-uri.c src/common/error.c
 grep -E '^[a-z+]+://' "$FERRY_SOURCE_ROOT/fuzz/address-seeds.txt" | grep -v '^ssh://' > "$T/uris"
 fuzz_seed_lines "$T/uris" 002
 fuzz_seed_lines "$T/uris" 001
