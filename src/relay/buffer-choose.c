@@ -35,15 +35,15 @@ buffer_choose (struct endpoint *src, struct endpoint *dst, size_t size, bool spl
   size = MAX (size, src->read_buffer_min);
   if (nbd->enabled) {
     if (!nbd->readonly && dst_fd >= 0)
-      b = nbd_pipe_new (src_fd, size);
-    return b ? b : ring_new (size + NBD_RING_RESERVE);
+      b = buffer_nbd_pipe_new (src_fd, size);
+    return b ? b : buffer_ring_new (size + NBD_RING_RESERVE);
   }
   if (src_fd >= 0 && dst_fd >= 0) {
-    b = pipe_buffer_new_direct (src_fd, dst_fd, size);
+    b = buffer_pipe_new_direct (src_fd, dst_fd, size);
     if (b == NULL)
-      b = pipe_buffer_new (size);
+      b = buffer_pipe_new (size);
   }
-  return b ? b : ring_new (size);
+  return b ? b : buffer_ring_new (size);
 }
 
 void

@@ -18,7 +18,7 @@ struct nbd_pipe {
   int wfd;                    /* @pipe's write end */
   struct nbd_framing *f;      /* asked how much may pass unseen */
   enum nbd_dir dir;           /* which of @f's NBD streams this buffer carries */
-  nbd_pipe_inspect_fn inspect;  /* shown the peeked bytes, and end of stream */
+  buffer_nbd_pipe_inspect_fn inspect;  /* shown the peeked bytes, and end of stream */
   void *inspect_data;
   size_t ahead;               /* bytes at the front of the source that the
                                  parser has seen but that have not moved */
@@ -131,7 +131,7 @@ static const struct buffer_ops nbd_pipe_ops = {
 };
 
 struct buffer *
-nbd_pipe_new (int src_fd, size_t size)
+buffer_nbd_pipe_new (int src_fd, size_t size)
 {
   int type = 0;
   socklen_t len = sizeof type;
@@ -139,25 +139,25 @@ nbd_pipe_new (int src_fd, size_t size)
   struct nbd_pipe *np;
 
   if (src_fd < 0 || getsockopt (src_fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
-      type != SOCK_STREAM || (pipe = pipe_buffer_new (size)) == NULL)
+      type != SOCK_STREAM || (pipe = buffer_pipe_new (size)) == NULL)
     return NULL;
   np = g_new0 (struct nbd_pipe, 1);
   np->base.ops = &nbd_pipe_ops;
   np->base.size = pipe->size;
   np->pipe = pipe;
-  np->wfd = pipe_buffer_write_fd (pipe);
+  np->wfd = buffer_pipe_write_fd (pipe);
   return &np->base;
 }
 
 bool
-nbd_pipe_is (const struct buffer *b)
+buffer_nbd_pipe_is (const struct buffer *b)
 {
   return b->ops == &nbd_pipe_ops;
 }
 
 void
-nbd_pipe_set_inspector (struct buffer *b, struct nbd_framing *f, enum nbd_dir dir,
-                        nbd_pipe_inspect_fn fn, void *data)
+buffer_nbd_pipe_set_inspector (struct buffer *b, struct nbd_framing *f, enum nbd_dir dir,
+                               buffer_nbd_pipe_inspect_fn fn, void *data)
 {
   struct nbd_pipe *np = (struct nbd_pipe *) b;
 

@@ -26,18 +26,19 @@
 /* An inspector parses the copy at @bytes of the @n bytes next in the
  * source, before they move, and returns false after a violation (they
  * never move).  At end of stream it is called with @n == 0. */
-typedef bool (*nbd_pipe_inspect_fn) (void *data, uint8_t *bytes, size_t n);
+typedef bool (*buffer_nbd_pipe_inspect_fn) (void *data, uint8_t *bytes, size_t n);
 
-/* A pipe sized to @size bytes (capped as pipe_buffer_new() caps it) for a
+/* A pipe sized to @size bytes (capped as buffer_pipe_new() caps it) for a
  * direction whose source reads from @src_fd; NULL when @src_fd is no
  * stream socket (only a socket can be peeked at) or no pipe can be made.
  * The destination must offer a splice fd. */
-struct buffer *nbd_pipe_new (int src_fd, size_t size);
+struct buffer *buffer_nbd_pipe_new (int src_fd, size_t size);
 
-bool nbd_pipe_is (const struct buffer *b);
+bool buffer_nbd_pipe_is (const struct buffer *b);
 
 /* Fills consult @f's NBD stream @dir and show the bytes it must see to @fn. */
-void nbd_pipe_set_inspector (struct buffer *b, struct nbd_framing *f, enum nbd_dir dir,
-                             nbd_pipe_inspect_fn fn, void *data);
+void buffer_nbd_pipe_set_inspector (struct buffer *b, struct nbd_framing *f,
+                                    enum nbd_dir dir, buffer_nbd_pipe_inspect_fn fn,
+                                    void *data);
 
 #endif

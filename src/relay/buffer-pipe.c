@@ -35,7 +35,7 @@ pipe_max_size (void)
 }
 
 long
-pipe_grow (int fd, size_t size)
+buffer_pipe_grow (int fd, size_t size)
 {
   long cur = fcntl (fd, F_GETPIPE_SZ);
   long got;
@@ -205,7 +205,7 @@ is_pipe (int fd)
 }
 
 struct buffer *
-pipe_buffer_new_direct (int src_fd, int dst_fd, size_t size)
+buffer_pipe_new_direct (int src_fd, int dst_fd, size_t size)
 {
   struct direct_buffer *db;
   bool src_is_pipe = is_pipe (src_fd);
@@ -213,7 +213,7 @@ pipe_buffer_new_direct (int src_fd, int dst_fd, size_t size)
   if (!src_is_pipe && !is_pipe (dst_fd))
     return NULL;
   /* Usually done for stdio already; fd: addresses may bring a pipe too. */
-  pipe_grow (src_is_pipe ? src_fd : dst_fd, size);
+  buffer_pipe_grow (src_is_pipe ? src_fd : dst_fd, size);
   db = g_new0 (struct direct_buffer, 1);
   db->base.ops = &direct_ops;
   db->base.size = size;
@@ -224,7 +224,7 @@ pipe_buffer_new_direct (int src_fd, int dst_fd, size_t size)
 }
 
 struct buffer *
-pipe_buffer_new (size_t size)
+buffer_pipe_new (size_t size)
 {
   int fds[2];
   long capacity;
@@ -232,7 +232,7 @@ pipe_buffer_new (size_t size)
 
   if (pipe2 (fds, O_CLOEXEC | O_NONBLOCK) < 0)
     return NULL;
-  capacity = pipe_grow (fds[1], size);
+  capacity = buffer_pipe_grow (fds[1], size);
   pb = g_new0 (struct pipe_buffer, 1);
   pb->base.ops = &pipe_ops;
   pb->base.size = capacity > 0 ? MIN (size, (size_t) capacity) : size;
@@ -242,7 +242,7 @@ pipe_buffer_new (size_t size)
 }
 
 int
-pipe_buffer_write_fd (struct buffer *b)
+buffer_pipe_write_fd (struct buffer *b)
 {
   return ((struct pipe_buffer *) b)->wfd;
 }

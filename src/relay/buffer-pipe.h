@@ -21,19 +21,19 @@
 
 /* A pipe sized to @size bytes (capped at /proc/sys/fs/pipe-max-size), or
  * NULL with errno set when no pipe can be made. */
-struct buffer *pipe_buffer_new (size_t size);
+struct buffer *buffer_pipe_new (size_t size);
 
 /* When @src_fd or @dst_fd is a pipe: a buffer that splices from one to
  * the other directly, that pipe being the storage.  Otherwise NULL. */
-struct buffer *pipe_buffer_new_direct (int src_fd, int dst_fd, size_t size);
+struct buffer *buffer_pipe_new_direct (int src_fd, int dst_fd, size_t size);
 
 /* Grow the pipe @fd to hold @size bytes, capped at pipe-max-size; never
  * shrinks it.  Returns the pipe's capacity, or -1 with errno set when @fd
  * is not a pipe. */
-long pipe_grow (int fd, size_t size);
+long buffer_pipe_grow (int fd, size_t size);
 
 /* The write end of pipe buffer @b's pipe, for a kind that fills the pipe
  * itself and counts what it put there (buffer-nbd-pipe.c). */
-int pipe_buffer_write_fd (struct buffer *b);
+int buffer_pipe_write_fd (struct buffer *b);
 
 #endif

@@ -14,7 +14,7 @@ struct ring {
   struct buffer base;
   char *data;                 /* base.size bytes, mapped for the ring alone */
   size_t head;                /* offset of the oldest buffered byte */
-  ring_inspect_fn inspect;    /* may be NULL */
+  buffer_ring_inspect_fn inspect;    /* may be NULL */
   void *inspect_data;
   size_t reserve;             /* free bytes fills leave for the inspector */
 };
@@ -92,7 +92,8 @@ ring_drain (struct buffer *b, struct endpoint *dst)
 }
 
 void
-ring_set_inspector (struct buffer *b, ring_inspect_fn fn, void *data, size_t reserve)
+buffer_ring_set_inspector (struct buffer *b, buffer_ring_inspect_fn fn, void *data,
+                           size_t reserve)
 {
   struct ring *r = (struct ring *) b;
 
@@ -102,7 +103,7 @@ ring_set_inspector (struct buffer *b, ring_inspect_fn fn, void *data, size_t res
 }
 
 uint8_t *
-ring_at (struct buffer *b, size_t at, size_t *contiguous)
+buffer_ring_at (struct buffer *b, size_t at, size_t *contiguous)
 {
   struct ring *r = (struct ring *) b;
   size_t i = (r->head + at) % b->size;
@@ -112,14 +113,14 @@ ring_at (struct buffer *b, size_t at, size_t *contiguous)
 }
 
 void
-ring_move (struct buffer *b, size_t to, size_t from, size_t n)
+buffer_ring_move (struct buffer *b, size_t to, size_t from, size_t n)
 {
   /* In pieces that wrap neither range; forwards when moving down, else
    * backwards, so an overlap never overwrites bytes not yet moved. */
   while (n > 0) {
     size_t ct, cf, k;
     if (to < from) {
-      uint8_t *d = ring_at (b, to, &ct), *s = ring_at (b, from, &cf);
+      uint8_t *d = buffer_ring_at (b, to, &ct), *s = buffer_ring_at (b, from, &cf);
       k = MIN (n, MIN (ct, cf));
       memmove (d, s, k);
       to += k, from += k;
@@ -135,13 +136,13 @@ ring_move (struct buffer *b, size_t to, size_t from, size_t n)
 }
 
 void
-ring_write (struct buffer *b, size_t to, const void *src, size_t n)
+buffer_ring_write (struct buffer *b, size_t to, const void *src, size_t n)
 {
   const uint8_t *s = src;
 
   while (n > 0) {
     size_t c;
-    uint8_t *d = ring_at (b, to, &c);
+    uint8_t *d = buffer_ring_at (b, to, &c);
     c = MIN (c, n);
     memcpy (d, s, c);
     s += c, to += c, n -= c;
@@ -164,7 +165,7 @@ static const struct buffer_ops ring_ops = {
 };
 
 struct buffer *
-ring_new (size_t size)
+buffer_ring_new (size_t size)
 {
   struct ring *r = g_new0 (struct ring, 1);
 

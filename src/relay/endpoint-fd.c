@@ -292,8 +292,8 @@ endpoint_stdio_new (bool keep_stdout_open, size_t pipe_size)
   if (pipe_size > 0) {
     /* Fewer, larger transfers for whoever feeds or drains ferry.  Not a
      * pipe, or not allowed: the kernel's size stands. */
-    pipe_grow (STDIN_FILENO, pipe_size);
-    pipe_grow (STDOUT_FILENO, pipe_size);
+    buffer_pipe_grow (STDIN_FILENO, pipe_size);
+    buffer_pipe_grow (STDOUT_FILENO, pipe_size);
   }
   return &fe->base;
 }

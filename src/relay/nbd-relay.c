@@ -77,7 +77,7 @@ inspect_ring (void *data, struct buffer *ring, size_t n)
     struct nbd_step step;
 
     if (r < end) {
-      p = ring_at (ring, base + r, &contiguous);
+      p = buffer_ring_at (ring, base + r, &contiguous);
       span = MIN (contiguous, end - r);
     }
     if (!nbd_framing_feed (nr->f, side->dir, p, span, room, &step, &nr->error))
@@ -87,7 +87,7 @@ inspect_ring (void *data, struct buffer *ring, size_t n)
     switch (step.action) {
     case NBD_PASS:
       if (w != r)
-        ring_move (ring, base + w, base + r, step.n);
+        buffer_ring_move (ring, base + w, base + r, step.n);
       w += step.n;
       r += step.n;
       break;
@@ -98,11 +98,11 @@ inspect_ring (void *data, struct buffer *ring, size_t n)
       if (w + step.n > r) {
         size_t shift = w + step.n - r;
         g_assert (end + shift <= ring->size - base);
-        ring_move (ring, base + r + shift, base + r, end - r);
+        buffer_ring_move (ring, base + r + shift, base + r, end - r);
         r += shift;
         end += shift;
       }
-      ring_write (ring, base + w, step.insert, step.n);
+      buffer_ring_write (ring, base + w, step.insert, step.n);
       w += step.n;
       break;
     }
@@ -148,7 +148,7 @@ watch_settle (struct buffer *b)
          nbd_framing_feed (nr->f, side->dir, NULL, 0, ring->size - ring->len, &step,
                            &nr->error) &&
          step.n > 0) {
-    ring_write (ring, ring->len, step.insert, step.n);
+    buffer_ring_write (ring, ring->len, step.insert, step.n);
     buffer_produced (ring, step.n);
   }
 }
@@ -202,10 +202,10 @@ static const struct buffer_watcher_ops nbd_watcher_ops = {
 static void
 side_attach (struct nbd_side *side)
 {
-  if (nbd_pipe_is (side->buf))
-    nbd_pipe_set_inspector (side->buf, side->nr->f, side->dir, inspect_pipe, side);
+  if (buffer_nbd_pipe_is (side->buf))
+    buffer_nbd_pipe_set_inspector (side->buf, side->nr->f, side->dir, inspect_pipe, side);
   else
-    ring_set_inspector (side->buf, inspect_ring, side, NBD_RING_RESERVE);
+    buffer_ring_set_inspector (side->buf, inspect_ring, side, NBD_RING_RESERVE);
   side->buf->watcher = &nbd_watcher_ops;
   side->buf->watcher_data = side;
   side->nr->refs++;

@@ -1,5 +1,5 @@
-/* ferry: unit tests of the ring's inspector edits (ring_at, ring_move,
- * ring_write), and of --nbd's inspector driving them, on small rings whose
+/* ferry: unit tests of the ring's inspector edits (buffer_ring_at, buffer_ring_move,
+ * buffer_ring_write), and of --nbd's inspector driving them, on small rings whose
  * contents wrap around, fed in odd pieces; and of --nbd's pipes, which
  * peek and splice between socket pairs. */
 #include <config.h>
@@ -74,7 +74,7 @@ test_move (void)
     for (size_t from = 0; from < 16; from++)
       for (size_t to = 0; to < 16; to++)
         for (size_t n = 0; n + MAX (from, to) <= 16; n++) {
-          struct buffer *ring = ring_new (16);
+          struct buffer *ring = buffer_ring_new (16);
           struct mem_endpoint src = mem (junk, head + 1, 16, NULL);
           struct mem_endpoint sink = mem (NULL, 0, head, NULL);
           uint8_t model[16];
@@ -85,12 +85,12 @@ test_move (void)
           ring->ops->drain (ring, &sink.base);
           for (size_t i = 0; i < 16; i++) {
             model[i] = i;
-            ring_write (ring, i, &model[i], 1);
+            buffer_ring_write (ring, i, &model[i], 1);
           }
-          ring_move (ring, to, from, n);
+          buffer_ring_move (ring, to, from, n);
           memmove (model + to, model + from, n);
           for (size_t i = 0; i < 16; i++)
-            g_assert_cmpuint (*ring_at (ring, i, &c), ==, model[i]);
+            g_assert_cmpuint (*buffer_ring_at (ring, i, &c), ==, model[i]);
           buffer_free (ring);
         }
 }
@@ -129,8 +129,8 @@ static void
 run_rings (const uint8_t *data, size_t len, GByteArray *got[2])
 {
   struct nbd_config config = { .enabled = true };
-  struct buffer *rings[2] = { ring_new (61 + NBD_RING_RESERVE),
-                              ring_new (97 + NBD_RING_RESERVE) };
+  struct buffer *rings[2] = { buffer_ring_new (61 + NBD_RING_RESERVE),
+                              buffer_ring_new (97 + NBD_RING_RESERVE) };
   struct nbd_relay *nr = nbd_relay_new (&config, NULL, rings[0], rings[1], NULL, NULL);
   size_t pos = 0;
   struct record r;
@@ -189,7 +189,7 @@ pipe_dir_init (struct pipe_dir *d, size_t size)
   d->src = (struct sock_endpoint) { { .ops = &sock_ops }, d->feed[1] };
   d->dst = (struct sock_endpoint) { { .ops = &sock_ops }, d->out[0] };
   d->buf = buffer_choose (&d->src.base, &d->dst.base, size, true, &nbd);
-  g_assert_true (nbd_pipe_is (d->buf));
+  g_assert_true (buffer_nbd_pipe_is (d->buf));
 }
 
 static void
