@@ -13,17 +13,22 @@
 #            sha256sum of the same bytes from a file on tmpfs
 # Also: CPU seconds per GiB of image and peak RSS of ferry's sender and receiver.
 #
-#   bench/nbd-stream.sh [--rounds N] [--delay-ms MS] [--ferry PATH]
+# With --ferry-base PATH, that ferry (e.g. the base of a change) also runs
+# the local rows, interleaved, and a table of head against base follows.
+#
+#   bench/nbd-stream.sh [--rounds N] [--delay-ms MS] [--ferry PATH] [--ferry-base PATH]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-rounds=3 delay_ms=25 ferry=
+rounds=3 delay_ms=25 ferry= ferry_base=
 while [ $# -gt 0 ]; do
     case $1 in
     --rounds) rounds=$2 ;;
     --delay-ms) delay_ms=$2 ;;
     --ferry) ferry=$2 ;;
-    *) echo "usage: bench/nbd-stream.sh [--rounds N] [--delay-ms MS] [--ferry PATH]" >&2; exit 2 ;;
+    --ferry-base) ferry_base=$2 ;;
+    *) echo "usage: bench/nbd-stream.sh [--rounds N] [--delay-ms MS] [--ferry PATH] [--ferry-base PATH]" >&2
+       exit 2 ;;
     esac
     shift 2
 done
@@ -86,7 +91,14 @@ run () {
     echo "$t1 - $t0" | bc -l >> "$T/r.$name"
 }
 F="'$FERRY'"
+# The local rows of @1, a ferry binary, as NAME-@2.
+local_rows () {  # FERRY SUFFIX
+    run "sparse-$2" "'$1' --nbd-send='$(uri sparse)' | '$1' --nbd-receive='$(uri dst)'"
+    run "dense-$2" "'$1' --nbd-send='$(uri dense)' | '$1' --nbd-receive='$(uri dst)'"
+    run "digest-dense-$2" "'$1' --nbd-digest='$(uri dense)' > /dev/null"
+}
 for round in $(seq "$rounds"); do
+    [ -z "$ferry_base" ] || { local_rows "$FERRY" head; local_rows "$ferry_base" base; }
     echo "round $round/$rounds" >&2
     run sparse-ferry "$TIME -o $T/t.sparse.send $F -v --nbd-send='$(uri sparse)' 2>$T/sparse.send.v | $TIME -o $T/t.sparse.recv $F --nbd-receive='$(uri dst)'"
     run sparse-nbdcopy "nbdcopy '$(uri sparse)' - | nbdcopy - '$(uri dst)'"
@@ -103,9 +115,9 @@ for round in $(seq "$rounds"); do
 done
 rm -rf "$shm"
 
-python3 - "$T" "$delay_ms" <<'PY'
+python3 - "$T" "$delay_ms" "$ferry_base" <<'PY'
 import statistics, sys, re
-T, delay = sys.argv[1], int(sys.argv[2])
+T, delay, base = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def med(name):
     return statistics.median(float(x) for x in open(f"{T}/r.{name}"))
 def times(name):
@@ -133,4 +145,11 @@ for name, gib in (("sparse", 2), ("dense", 2)):
     for side in ("send", "recv"):
         cpu, rss = times(f"{name}.{side}")
         print(f"{name} {side}: {cpu / gib:.2f} CPU s/GiB, peak RSS {rss / 1024:.1f} MiB")
+if base:
+    print(f"head against base ({base}), the same rounds:")
+    print("| scenario | head s | base s | base / head |")
+    print("|---|---|---|---|")
+    for name in ("sparse", "dense", "digest-dense"):
+        h, b = med(f"{name}-head"), med(f"{name}-base")
+        print(f"| {name} | {h:.2f} | {b:.2f} | {b / h:.2f}x |")
 PY
