@@ -57,7 +57,8 @@ on_drain_timeout (gpointer data)
 }
 
 /* SIGTERM, SIGINT, SIGHUP: stop reading, deliver what is buffered for up
- * to --drain-timeout, then exit: 0 if every byte read was delivered, else
+ * to --drain-timeout, then exit: 0 if every byte read was delivered
+ * (silently, as netcat: ssh ends its ProxyCommand so; -v says it), else
  * the signal's code after one line with the count.  A second signal, or
  * SIGQUIT, gives up at once with the count. */
 static void
@@ -96,7 +97,7 @@ run_stop (struct run *run, int signum)
     return;
   }
   /* Nothing was read: a listener waiting for its connection. */
-  if (!run->quitting)
+  if (!run->quitting && run->options->relay.verbose)
     ferry_report ("stopped by %s while waiting for a connection", name);
   run_quit (run, FERRY_EXIT_OK);
 }
@@ -136,7 +137,7 @@ on_relay_done (struct relay *relay, int exit_code, void *data)
   if (run->stop_signal) {
     g_clear_pointer (&run->drain_timer, gsource_release);
     /* A failure while draining was reported with its count. */
-    if (exit_code == FERRY_EXIT_OK && !run->cutting)
+    if (exit_code == FERRY_EXIT_OK && !run->cutting && run->options->relay.verbose)
       ferry_report ("stopped by %s: every byte read was delivered", run->stop_signal);
     run_quit (run, exit_code == FERRY_EXIT_OK ? FERRY_EXIT_OK : run->stop_code);
     return;

@@ -26,7 +26,7 @@ survives () {  # PID SIG WHAT
 # plain background job (SIGINT and SIGQUIT ignored by the shell).
 for start in "env --ignore-signal=HUP,USR1" ""; do
     rm -f "$T/s.sock"
-    $start "$FERRY" -l "unix:$T/s.sock" < /dev/null > /dev/null 2> "$T/err" & track $!
+    $start "$FERRY" -v -l "unix:$T/s.sock" < /dev/null > /dev/null 2> "$T/err" & track $!
     server=$!
     wait_for_socket "$T/s.sock"
     mask_has "$server" SigCgt USR1 || fail "listener ($start): SIGUSR1 is not caught"
