@@ -5,7 +5,6 @@
 
 #include "ssh-session.h"
 
-
 #include <libssh/callbacks.h>
 #include <libssh/server.h>      /* ssh_send_keepalive, for clients too */
 
