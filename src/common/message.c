@@ -2,16 +2,41 @@
 #include "message.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* Columns of the status line now on stderr; 0: none.  Only the main
  * thread draws one (the stdio relay's --progress): forward's worker
  * threads, where it is never drawn, only read it (as 0). */
 static size_t status_width;
 
+/* @text with every control character escaped, as ls -b shows names: a
+ * name that the user or a peer gave (a path, an address, a remote line)
+ * can then neither end the line nor forge one after it. */
+static char *
+escape_controls (const char *text)
+{
+  GString *out = g_string_sized_new (strlen (text));
+
+  for (const unsigned char *p = (const unsigned char *) text; *p; p++) {
+    if (*p == '\n')
+      g_string_append (out, "\\n");
+    else if (*p == '\r')
+      g_string_append (out, "\\r");
+    else if (*p == '\t')
+      g_string_append (out, "\\t");
+    else if (*p < 0x20 || *p == 0x7f)
+      g_string_append_printf (out, "\\x%02x", *p);
+    else
+      g_string_append_c (out, (char) *p);
+  }
+  return g_string_free (out, FALSE);
+}
+
 static void G_GNUC_PRINTF (1, 0)
 print_line (const char *fmt, va_list ap)
 {
-  g_autofree char *text = g_strdup_vprintf (fmt, ap);
+  g_autofree char *raw = g_strdup_vprintf (fmt, ap);
+  g_autofree char *text = escape_controls (raw);
   g_autofree char *blank = g_strnfill (status_width, ' ');
   /* One write, so lines from several relays never interleave.  A status
    * line is erased first ("\r", spaces, "\r"), and drawn again at its
