@@ -98,7 +98,13 @@ local_rows () {  # FERRY SUFFIX
     run "digest-dense-$2" "'$1' --nbd-digest='$(uri dense)' > /dev/null"
 }
 for round in $(seq "$rounds"); do
-    [ -z "$ferry_base" ] || { local_rows "$FERRY" head; local_rows "$ferry_base" base; }
+    # Head and base alternate which goes first: the first run of a round
+    # finds the destination's pages cold.
+    if [ -n "$ferry_base" ] && [ $((round % 2)) -eq 1 ]; then
+        local_rows "$FERRY" head; local_rows "$ferry_base" base
+    elif [ -n "$ferry_base" ]; then
+        local_rows "$ferry_base" base; local_rows "$FERRY" head
+    fi
     echo "round $round/$rounds" >&2
     run sparse-ferry "$TIME -o $T/t.sparse.send $F -v --nbd-send='$(uri sparse)' 2>$T/sparse.send.v | $TIME -o $T/t.sparse.recv $F --nbd-receive='$(uri dst)'"
     run sparse-nbdcopy "nbdcopy '$(uri sparse)' - | nbdcopy - '$(uri dst)'"
