@@ -22,7 +22,7 @@
  * With --streams=N (N > 1) there are N of each: N local halves, forked
  * before anything else as above, and N exec channels on the one session,
  * each relayed on its own and carrying a ranged stream (section 8).  This
- * process is then also the controller (nbd-ranges.h): it hands out the
+ * process is then also the controller (range-messages.h): it hands out the
  * ranges, and composes the image digest from the block digests that the
  * local halves report. */
 #include <config.h>
@@ -49,8 +49,8 @@
 #include "error.h"
 #include "gsource-release.h"
 #include "message.h"
-#include "nbd-ranges.h"
 #include "nbd-stream-format.h"
+#include "range-messages.h"
 #include "relay.h"
 #include "signal-watch.h"
 
@@ -63,7 +63,7 @@
 /* A half's report on its control socket: the range it did, with a digest
  * per block; the controller grants ranges of at most NBD_RANGE_SIZE (64 KiB
  * of digests, well inside a socket's default send buffer). */
-#define REPORT_ROOM (sizeof (struct nbd_range_report) + \
+#define REPORT_ROOM (NBD_RANGE_REPORT_SIZE + \
                      NBD_RANGE_SIZE / STREAM_BLOCK_SIZE * STREAM_DIGEST_SIZE)
 /* Ranges done ahead of the first one still in progress, whose block
  * digests wait here to be folded into the image digest in offset order:
@@ -454,6 +454,7 @@ grant (struct remote_channel *c, int64_t index)
 {
   struct remote_copy *rc = c->rc;
   struct nbd_range_grant g = { index, 0, 0 };
+  uint8_t packet[NBD_RANGE_GRANT_SIZE];
 
   if (index >= 0) {
     g.offset = rc->next_offset;
@@ -462,7 +463,8 @@ grant (struct remote_channel *c, int64_t index)
     c->range = (struct nbd_range) { index, g.offset, g.length };
   }
   c->waiting = false;
-  send (c->control, &g, sizeof g, MSG_NOSIGNAL | MSG_DONTWAIT);
+  nbd_range_grant_encode (&g, packet);
+  send (c->control, packet, sizeof packet, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 /* The next free range for @c, unless it must wait (MAX_RANGES_AHEAD). */
@@ -518,10 +520,9 @@ take_report (struct remote_channel *c, const uint8_t *packet, size_t len)
   struct remote_copy *rc = c->rc;
   struct nbd_range_report report;
 
-  if (len < sizeof report)
+  if (!nbd_range_report_decode (packet, len, &report))
     return controller_fail (rc, c, "a short report (%zu bytes)", len);
-  memcpy (&report, packet, sizeof report);
-  if (len != sizeof report + (size_t) report.n_blocks * STREAM_DIGEST_SIZE)
+  if (len != NBD_RANGE_REPORT_SIZE + (size_t) report.n_blocks * STREAM_DIGEST_SIZE)
     return controller_fail (rc, c, "a report of %zu bytes for %" PRIu32 " digests", len,
                             report.n_blocks);
   if (!rc->size_known) {
@@ -546,7 +547,7 @@ take_report (struct remote_channel *c, const uint8_t *packet, size_t len)
         report.same_bytes > c->range.length - report.data_bytes)
       return controller_fail (rc, c, "a report for range %" PRId64 ", which it did not hold",
                               report.index);
-    GBytes *digests = g_bytes_new (packet + sizeof report, len - sizeof report);
+    GBytes *digests = g_bytes_new (packet + NBD_RANGE_REPORT_SIZE, len - NBD_RANGE_REPORT_SIZE);
     c->ranges++;
     c->image_bytes += c->range.length;
     c->data_bytes += report.data_bytes;
