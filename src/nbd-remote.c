@@ -52,12 +52,11 @@
 #include "nbd-stream-format.h"
 #include "range-messages.h"
 #include "relay.h"
+#include "remote-exit-codes.h"
 #include "signal-watch.h"
 
 /* The socketpair's buffers: a few stream records' worth in each. */
 #define SOCKET_BUFFER (4 * 1024 * 1024)
-/* Remote failures of the stream mode (20 to 23) become 30 to 33. */
-#define REMOTE_CODE_OFFSET (FERRY_EXIT_REMOTE_NBD - FERRY_EXIT_NBD)
 /* After a cut, how long the local half may take to end before SIGKILL. */
 #define CUT_GRACE_SECONDS 1
 /* A half's report on its control socket: the range it did, with a digest
@@ -714,31 +713,6 @@ on_signal (int signum, void *data)
 
 /* --- Exit codes. --- */
 
-/* The remote helper's exit status as ferry's exit code; after a stop
- * signal (@stop_code, 128 + its number), its own 128 + N, or its death by
- * that signal, is the stop's. */
-static int
-remote_code (int status, const char *signal, int stop_code)
-{
-  if (status == 0)
-    return FERRY_EXIT_OK;
-  if (stop_code && (status == stop_code || (status < 0 && signal == NULL) ||
-                    (status < 0 && g_strcmp0 (signal, sigabbrev_np (stop_code - 128)) == 0)))
-    return stop_code;
-  /* Its export failed, and its message came through. */
-  if (status == FERRY_EXIT_CONNECT)
-    return FERRY_EXIT_REMOTE_NBD;
-  if (status >= FERRY_EXIT_NBD && status <= FERRY_EXIT_TOO_SMALL)
-    return status + REMOTE_CODE_OFFSET;
-  return FERRY_EXIT_REMOTE;
-}
-
-static int
-child_code (int wstatus)
-{
-  return WIFEXITED (wstatus) ? WEXITSTATUS (wstatus) : 128 + WTERMSIG (wstatus);
-}
-
 /* The halves' ends that no message of theirs explains. */
 static void
 report_halves (const struct remote_channel *c, int code)
@@ -770,46 +744,18 @@ report_halves (const struct remote_channel *c, int code)
                  c->remote_status, c->command, where);
 }
 
-/* Which side failed: the receiver's failure, unless it only saw the stream
- * break (21) because the sender had failed first; then the sender's; then
- * the transport's.  After a stop signal (@stop_code, 128 + its number; 0
- * without one), a half that stopped for it, a receiver that saw the stream
- * cut and a relay that lost its peers yield to a half that failed for a
- * reason of its own: the code is the stop's unless both halves completed. */
-static int
-copy_exit_code (bool upload, int local, int remote, int relay, int stop_code)
-{
-  int sender = upload ? local : remote, receiver = upload ? remote : local;
-  int broken = upload ? FERRY_EXIT_STREAM + REMOTE_CODE_OFFSET : FERRY_EXIT_STREAM;
-  bool stopped = false;
-
-  if (stop_code) {
-    if (receiver == stop_code || receiver == broken)
-      receiver = FERRY_EXIT_OK, stopped = true;
-    if (sender == stop_code)
-      sender = FERRY_EXIT_OK, stopped = true;
-    if (relay != FERRY_EXIT_OK)
-      relay = FERRY_EXIT_OK, stopped = true;
-  }
-  if (receiver != FERRY_EXIT_OK && !(receiver == broken && sender != FERRY_EXIT_OK))
-    return receiver;
-  if (sender != FERRY_EXIT_OK)
-    return sender;
-  return stopped ? stop_code : relay;
-}
-
 static int
 channel_code (const struct remote_channel *c, int stop_code)
 {
   /* A local half killed here did not fail: the remote one did. */
-  int local = c->child_silenced ? FERRY_EXIT_OK : child_code (c->child_status);
+  int local = c->child_silenced ? FERRY_EXIT_OK : remote_child_code (c->child_status);
   /* A remote half whose channel was closed here, before its status came,
    * did not fail either, unless the local receiver's stream was cut short
    * (cut_reason): then it ended first, and its status was on its way. */
   int remote = c->remote_cut && (c->rc->upload || !c->cut_reason) && !c->rc->stop_signum
-               ? FERRY_EXIT_OK : remote_code (c->remote_status, c->remote_signal, stop_code);
+               ? FERRY_EXIT_OK : remote_exit_code (c->remote_status, c->remote_signal, stop_code);
 
-  return copy_exit_code (c->rc->upload, local, remote, c->relay_code, stop_code);
+  return remote_copy_exit_code (c->rc->upload, local, remote, c->relay_code, stop_code);
 }
 
 /* --- The copy. --- */
