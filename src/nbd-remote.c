@@ -1042,65 +1042,69 @@ copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
   return code;
 }
 
-int
-nbd_remote_main (const struct ferry_options *options)
+/* Set up @rc for the copy: its channels (from the options), its local
+ * halves forked, its main loop and the controller's room.  False (with
+ * the exit code) if it cannot run; a forked child also returns false,
+ * with its own exit code. */
+static bool
+setup_copy (const struct nbd_stream_options *o, struct remote_copy *rc, int *code)
 {
-  const struct nbd_stream_options *o = &options->stream;
-  g_autoptr (GError) error = NULL;
-  g_autoptr (FerryAddress) address = address_parse_flags (options->address,
-                                                          ADDRESS_SSH_SESSION, &error);
-  struct remote_copy rc = { .drain_timeout = options->drain_timeout };
-  struct signal_watch *signals;
-  int code = FERRY_EXIT_OK, wstatus;
-
-  if (address && address->kind != ADDRESS_SSH)
-    ferry_set_error (&error, FERRY_EXIT_USAGE, "invalid address '%s': --remote-nbd-send "
-                     "and --remote-nbd-receive take ssh://[USER@]HOST[:PORT]",
-                     options->address);
-  if (error) {
-    ferry_error ("%s", error->message);
-    return error->code;
-  }
   signal (SIGPIPE, SIG_IGN);
   nbd_stream_keep_freed_memory ();
-  rc.upload = o->remote_receive != NULL;
-  rc.n = o->streams ? o->streams : o->no_verify ? 1 : NBD_DEFAULT_STREAMS;
-  rc.ranged = rc.n > 1;
-  rc.delta = o->delta;
-  rc.ch = g_new0 (struct remote_channel, rc.n);
-  for (unsigned i = 0; i < rc.n; i++)
-    rc.ch[i] = (struct remote_channel) { .rc = &rc, .number = i + 1, .remote_status = -1,
-                                         .fd = -1, .go = -1, .control = -1,
-                                         .range = { -1, 0, 0 } };
-  if (!start_children (o, &rc, &code)) {
-    g_free (rc.ch);
-    return code;
+  rc->upload = o->remote_receive != NULL;
+  rc->n = o->streams ? o->streams : o->no_verify ? 1 : NBD_DEFAULT_STREAMS;
+  rc->ranged = rc->n > 1;
+  rc->delta = o->delta;
+  rc->ch = g_new0 (struct remote_channel, rc->n);
+  for (unsigned i = 0; i < rc->n; i++)
+    rc->ch[i] = (struct remote_channel) { .rc = rc, .number = i + 1, .remote_status = -1,
+                                          .fd = -1, .go = -1, .control = -1,
+                                          .range = { -1, 0, 0 } };
+  if (!start_children (o, rc, code)) {
+    g_free (rc->ch);
+    return false;
   }
-  rc.loop = g_main_loop_new (NULL, FALSE);
-  if (rc.ranged) {
-    rc.ahead = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) g_bytes_unref);
-    rc.image = g_checksum_new (G_CHECKSUM_SHA256);
-    rc.packet = g_malloc (REPORT_ROOM);
+  rc->loop = g_main_loop_new (NULL, FALSE);
+  if (rc->ranged) {
+    rc->ahead = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) g_bytes_unref);
+    rc->image = g_checksum_new (G_CHECKSUM_SHA256);
+    rc->packet = g_malloc (REPORT_ROOM);
   }
-  signals = signal_watch_new (on_signal, &rc);
-  if (!relay_copy (options, address, &rc, &error)) {
-    ferry_error ("%s", error->message);
-    code = error->code;
-    for (unsigned i = 0; i < rc.n; i++) {
-      if (rc.ch[i].go >= 0)
-        close (rc.ch[i].go);
-      rc.ch[i].go = -1;
-    }
-    for (unsigned i = 0; i < rc.n; i++)
-      while (waitpid (rc.ch[i].child, &wstatus, 0) < 0 && errno == EINTR)
-        ;
-  } else {
-    code = copy_result (&rc, o);
+  return true;
+}
+
+/* Run the copy; its exit code, with the lines that explain it. */
+static int
+run_copy (const struct ferry_options *options, const struct address *address,
+          struct remote_copy *rc)
+{
+  g_autoptr (GError) error = NULL;
+  int wstatus;
+
+  if (relay_copy (options, address, rc, &error))
+    return copy_result (rc, &options->stream);
+  ferry_error ("%s", error->message);
+  /* The children see their go sockets close, and end without a word. */
+  for (unsigned i = 0; i < rc->n; i++) {
+    if (rc->ch[i].go >= 0)
+      close (rc->ch[i].go);
+    rc->ch[i].go = -1;
   }
-  if (rc.conn)
-    ferry_ssh_conn_unref (rc.conn);
-  for (unsigned i = 0; i < rc.n; i++) {
-    struct remote_channel *c = &rc.ch[i];
+  for (unsigned i = 0; i < rc->n; i++)
+    while (waitpid (rc->ch[i].child, &wstatus, 0) < 0 && errno == EINTR)
+      ;
+  return error->code;
+}
+
+/* Free what the copy held, and its signal watch (after the stop timer,
+ * before the main loop, as they were made). */
+static void
+free_copy (struct remote_copy *rc, struct signal_watch *signals)
+{
+  if (rc->conn)
+    ferry_ssh_conn_unref (rc->conn);
+  for (unsigned i = 0; i < rc->n; i++) {
+    struct remote_channel *c = &rc->ch[i];
     g_clear_pointer (&c->go_watch, gsource_release);
     if (c->go >= 0)
       close (c->go);
@@ -1114,13 +1118,38 @@ nbd_remote_main (const struct ferry_options *options)
     g_free (c->cut_reason);
     g_free (c->cut_where);
   }
-  g_clear_pointer (&rc.stop_timer, gsource_release);
+  g_clear_pointer (&rc->stop_timer, gsource_release);
   signal_watch_free (signals);
-  g_main_loop_unref (rc.loop);
-  g_clear_pointer (&rc.ahead, g_hash_table_unref);
-  g_clear_pointer (&rc.image, g_checksum_free);
-  g_clear_error (&rc.error);
-  g_free (rc.packet);
-  g_free (rc.ch);
+  g_main_loop_unref (rc->loop);
+  g_clear_pointer (&rc->ahead, g_hash_table_unref);
+  g_clear_pointer (&rc->image, g_checksum_free);
+  g_clear_error (&rc->error);
+  g_free (rc->packet);
+  g_free (rc->ch);
+}
+
+int
+nbd_remote_main (const struct ferry_options *options)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FerryAddress) address = address_parse_flags (options->address,
+                                                          ADDRESS_SSH_SESSION, &error);
+  struct remote_copy rc = { .drain_timeout = options->drain_timeout };
+  struct signal_watch *signals;
+  int code = FERRY_EXIT_OK;
+
+  if (address && address->kind != ADDRESS_SSH)
+    ferry_set_error (&error, FERRY_EXIT_USAGE, "invalid address '%s': --remote-nbd-send "
+                     "and --remote-nbd-receive take ssh://[USER@]HOST[:PORT]",
+                     options->address);
+  if (error) {
+    ferry_error ("%s", error->message);
+    return error->code;
+  }
+  if (!setup_copy (&options->stream, &rc, &code))
+    return code;
+  signals = signal_watch_new (on_signal, &rc);
+  code = run_copy (options, address, &rc);
+  free_copy (&rc, signals);
   return code;
 }

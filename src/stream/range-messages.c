@@ -5,90 +5,68 @@
 #include <string.h>
 
 /* A field at a time, little-endian: the struct's own layout (its tail
- * padding) never reaches the socket. */
+ * padding) never reaches the socket.  @n 64-bit fields from @p. */
 static uint8_t *
-put64 (uint8_t *p, uint64_t v)
+put64s (uint8_t *p, const uint64_t *v, size_t n)
 {
-  v = GUINT64_TO_LE (v);
-  memcpy (p, &v, sizeof v);
-  return p + sizeof v;
-}
-
-static uint8_t *
-put32 (uint8_t *p, uint32_t v)
-{
-  v = GUINT32_TO_LE (v);
-  memcpy (p, &v, sizeof v);
-  return p + sizeof v;
+  for (size_t i = 0; i < n; i++, p += 8) {
+    uint64_t le = GUINT64_TO_LE (v[i]);
+    memcpy (p, &le, 8);
+  }
+  return p;
 }
 
 static const uint8_t *
-get64 (const uint8_t *p, uint64_t *v)
+get64s (const uint8_t *p, uint64_t *v, size_t n)
 {
-  memcpy (v, p, sizeof *v);
-  *v = GUINT64_FROM_LE (*v);
-  return p + sizeof *v;
-}
-
-static const uint8_t *
-get32 (const uint8_t *p, uint32_t *v)
-{
-  memcpy (v, p, sizeof *v);
-  *v = GUINT32_FROM_LE (*v);
-  return p + sizeof *v;
+  for (size_t i = 0; i < n; i++, p += 8) {
+    memcpy (&v[i], p, 8);
+    v[i] = GUINT64_FROM_LE (v[i]);
+  }
+  return p;
 }
 
 void
 nbd_range_report_encode (const struct nbd_range_report *report,
                          uint8_t out[NBD_RANGE_REPORT_SIZE])
 {
-  uint8_t *p = out;
+  const uint64_t v[4] = { report->size, (uint64_t) report->index, report->data_bytes,
+                          report->same_bytes };
+  uint32_t n_blocks = GUINT32_TO_LE (report->n_blocks);
 
-  p = put64 (p, report->size);
-  p = put64 (p, (uint64_t) report->index);
-  p = put64 (p, report->data_bytes);
-  p = put64 (p, report->same_bytes);
-  put32 (p, report->n_blocks);
+  memcpy (put64s (out, v, 4), &n_blocks, 4);
 }
 
 bool
 nbd_range_report_decode (const uint8_t *packet, size_t len, struct nbd_range_report *report)
 {
-  const uint8_t *p = packet;
-  uint64_t index;
+  uint64_t v[4];
+  uint32_t n_blocks;
 
   if (len < NBD_RANGE_REPORT_SIZE)
     return false;
-  p = get64 (p, &report->size);
-  p = get64 (p, &index);
-  p = get64 (p, &report->data_bytes);
-  p = get64 (p, &report->same_bytes);
-  get32 (p, &report->n_blocks);
-  report->index = (int64_t) index;
+  memcpy (&n_blocks, get64s (packet, v, 4), 4);
+  *report = (struct nbd_range_report) { v[0], (int64_t) v[1], v[2], v[3],
+                                        GUINT32_FROM_LE (n_blocks) };
   return true;
 }
 
 void
 nbd_range_grant_encode (const struct nbd_range_grant *grant, uint8_t out[NBD_RANGE_GRANT_SIZE])
 {
-  uint8_t *p = out;
+  const uint64_t v[3] = { (uint64_t) grant->index, grant->offset, grant->length };
 
-  p = put64 (p, (uint64_t) grant->index);
-  p = put64 (p, grant->offset);
-  put64 (p, grant->length);
+  put64s (out, v, 3);
 }
 
 bool
 nbd_range_grant_decode (const uint8_t *packet, size_t len, struct nbd_range_grant *grant)
 {
-  const uint8_t *p = packet;
-  uint64_t index;
+  uint64_t v[3];
 
   if (len != NBD_RANGE_GRANT_SIZE)
     return false;
-  p = get64 (p, &index);
-  p = get64 (p, &grant->offset);
-  get64 (p, &grant->length);
-  grant->index = (int64_t) index;
+  get64s (packet, v, 3);
+  *grant = (struct nbd_range_grant) { (int64_t) v[0], v[1], v[2] };
   return true;
 }
