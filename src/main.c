@@ -20,9 +20,9 @@
 #include "compat.h"
 #include "error.h"
 #include "message.h"
-#include "nbd-ranges.h"
 #include "nbd-remote.h"
 #include "nbd-stream.h"
+#include "range-messages.h"
 #include "run.h"
 #include "virt-uri.h"
 

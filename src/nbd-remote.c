@@ -22,7 +22,7 @@
  * With --streams=N (N > 1) there are N of each: N local halves, forked
  * before anything else as above, and N exec channels on the one session,
  * each relayed on its own and carrying a ranged stream (section 8).  This
- * process is then also the controller (nbd-ranges.h): it hands out the
+ * process is then also the controller (range-messages.h): it hands out the
  * ranges, and composes the image digest from the block digests that the
  * local halves report. */
 #include <config.h>
@@ -49,21 +49,20 @@
 #include "error.h"
 #include "gsource-release.h"
 #include "message.h"
-#include "nbd-ranges.h"
 #include "nbd-stream-format.h"
+#include "range-messages.h"
 #include "relay.h"
+#include "remote-exit-codes.h"
 #include "signal-watch.h"
 
 /* The socketpair's buffers: a few stream records' worth in each. */
 #define SOCKET_BUFFER (4 * 1024 * 1024)
-/* Remote failures of the stream mode (20 to 23) become 30 to 33. */
-#define REMOTE_CODE_OFFSET (FERRY_EXIT_REMOTE_NBD - FERRY_EXIT_NBD)
 /* After a cut, how long the local half may take to end before SIGKILL. */
 #define CUT_GRACE_SECONDS 1
 /* A half's report on its control socket: the range it did, with a digest
  * per block; the controller grants ranges of at most NBD_RANGE_SIZE (64 KiB
  * of digests, well inside a socket's default send buffer). */
-#define REPORT_ROOM (sizeof (struct nbd_range_report) + \
+#define REPORT_ROOM (NBD_RANGE_REPORT_SIZE + \
                      NBD_RANGE_SIZE / STREAM_BLOCK_SIZE * STREAM_DIGEST_SIZE)
 /* Ranges done ahead of the first one still in progress, whose block
  * digests wait here to be folded into the image digest in offset order:
@@ -454,6 +453,7 @@ grant (struct remote_channel *c, int64_t index)
 {
   struct remote_copy *rc = c->rc;
   struct nbd_range_grant g = { index, 0, 0 };
+  uint8_t packet[NBD_RANGE_GRANT_SIZE];
 
   if (index >= 0) {
     g.offset = rc->next_offset;
@@ -462,7 +462,8 @@ grant (struct remote_channel *c, int64_t index)
     c->range = (struct nbd_range) { index, g.offset, g.length };
   }
   c->waiting = false;
-  send (c->control, &g, sizeof g, MSG_NOSIGNAL | MSG_DONTWAIT);
+  nbd_range_grant_encode (&g, packet);
+  send (c->control, packet, sizeof packet, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 /* The next free range for @c, unless it must wait (MAX_RANGES_AHEAD). */
@@ -518,10 +519,9 @@ take_report (struct remote_channel *c, const uint8_t *packet, size_t len)
   struct remote_copy *rc = c->rc;
   struct nbd_range_report report;
 
-  if (len < sizeof report)
+  if (!nbd_range_report_decode (packet, len, &report))
     return controller_fail (rc, c, "a short report (%zu bytes)", len);
-  memcpy (&report, packet, sizeof report);
-  if (len != sizeof report + (size_t) report.n_blocks * STREAM_DIGEST_SIZE)
+  if (len != NBD_RANGE_REPORT_SIZE + (size_t) report.n_blocks * STREAM_DIGEST_SIZE)
     return controller_fail (rc, c, "a report of %zu bytes for %" PRIu32 " digests", len,
                             report.n_blocks);
   if (!rc->size_known) {
@@ -546,7 +546,7 @@ take_report (struct remote_channel *c, const uint8_t *packet, size_t len)
         report.same_bytes > c->range.length - report.data_bytes)
       return controller_fail (rc, c, "a report for range %" PRId64 ", which it did not hold",
                               report.index);
-    GBytes *digests = g_bytes_new (packet + sizeof report, len - sizeof report);
+    GBytes *digests = g_bytes_new (packet + NBD_RANGE_REPORT_SIZE, len - NBD_RANGE_REPORT_SIZE);
     c->ranges++;
     c->image_bytes += c->range.length;
     c->data_bytes += report.data_bytes;
@@ -713,31 +713,6 @@ on_signal (int signum, void *data)
 
 /* --- Exit codes. --- */
 
-/* The remote helper's exit status as ferry's exit code; after a stop
- * signal (@stop_code, 128 + its number), its own 128 + N, or its death by
- * that signal, is the stop's. */
-static int
-remote_code (int status, const char *signal, int stop_code)
-{
-  if (status == 0)
-    return FERRY_EXIT_OK;
-  if (stop_code && (status == stop_code || (status < 0 && signal == NULL) ||
-                    (status < 0 && g_strcmp0 (signal, sigabbrev_np (stop_code - 128)) == 0)))
-    return stop_code;
-  /* Its export failed, and its message came through. */
-  if (status == FERRY_EXIT_CONNECT)
-    return FERRY_EXIT_REMOTE_NBD;
-  if (status >= FERRY_EXIT_NBD && status <= FERRY_EXIT_TOO_SMALL)
-    return status + REMOTE_CODE_OFFSET;
-  return FERRY_EXIT_REMOTE;
-}
-
-static int
-child_code (int wstatus)
-{
-  return WIFEXITED (wstatus) ? WEXITSTATUS (wstatus) : 128 + WTERMSIG (wstatus);
-}
-
 /* The halves' ends that no message of theirs explains. */
 static void
 report_halves (const struct remote_channel *c, int code)
@@ -769,46 +744,18 @@ report_halves (const struct remote_channel *c, int code)
                  c->remote_status, c->command, where);
 }
 
-/* Which side failed: the receiver's failure, unless it only saw the stream
- * break (21) because the sender had failed first; then the sender's; then
- * the transport's.  After a stop signal (@stop_code, 128 + its number; 0
- * without one), a half that stopped for it, a receiver that saw the stream
- * cut and a relay that lost its peers yield to a half that failed for a
- * reason of its own: the code is the stop's unless both halves completed. */
-static int
-copy_exit_code (bool upload, int local, int remote, int relay, int stop_code)
-{
-  int sender = upload ? local : remote, receiver = upload ? remote : local;
-  int broken = upload ? FERRY_EXIT_STREAM + REMOTE_CODE_OFFSET : FERRY_EXIT_STREAM;
-  bool stopped = false;
-
-  if (stop_code) {
-    if (receiver == stop_code || receiver == broken)
-      receiver = FERRY_EXIT_OK, stopped = true;
-    if (sender == stop_code)
-      sender = FERRY_EXIT_OK, stopped = true;
-    if (relay != FERRY_EXIT_OK)
-      relay = FERRY_EXIT_OK, stopped = true;
-  }
-  if (receiver != FERRY_EXIT_OK && !(receiver == broken && sender != FERRY_EXIT_OK))
-    return receiver;
-  if (sender != FERRY_EXIT_OK)
-    return sender;
-  return stopped ? stop_code : relay;
-}
-
 static int
 channel_code (const struct remote_channel *c, int stop_code)
 {
   /* A local half killed here did not fail: the remote one did. */
-  int local = c->child_silenced ? FERRY_EXIT_OK : child_code (c->child_status);
+  int local = c->child_silenced ? FERRY_EXIT_OK : remote_child_code (c->child_status);
   /* A remote half whose channel was closed here, before its status came,
    * did not fail either, unless the local receiver's stream was cut short
    * (cut_reason): then it ended first, and its status was on its way. */
   int remote = c->remote_cut && (c->rc->upload || !c->cut_reason) && !c->rc->stop_signum
-               ? FERRY_EXIT_OK : remote_code (c->remote_status, c->remote_signal, stop_code);
+               ? FERRY_EXIT_OK : remote_exit_code (c->remote_status, c->remote_signal, stop_code);
 
-  return copy_exit_code (c->rc->upload, local, remote, c->relay_code, stop_code);
+  return remote_copy_exit_code (c->rc->upload, local, remote, c->relay_code, stop_code);
 }
 
 /* --- The copy. --- */
@@ -1095,65 +1042,69 @@ copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
   return code;
 }
 
-int
-nbd_remote_main (const struct ferry_options *options)
+/* Set up @rc for the copy: its channels (from the options), its local
+ * halves forked, its main loop and the controller's room.  False (with
+ * the exit code) if it cannot run; a forked child also returns false,
+ * with its own exit code. */
+static bool
+setup_copy (const struct nbd_stream_options *o, struct remote_copy *rc, int *code)
 {
-  const struct nbd_stream_options *o = &options->stream;
-  g_autoptr (GError) error = NULL;
-  g_autoptr (FerryAddress) address = address_parse_flags (options->address,
-                                                          ADDRESS_SSH_SESSION, &error);
-  struct remote_copy rc = { .drain_timeout = options->drain_timeout };
-  struct signal_watch *signals;
-  int code = FERRY_EXIT_OK, wstatus;
-
-  if (address && address->kind != ADDRESS_SSH)
-    ferry_set_error (&error, FERRY_EXIT_USAGE, "invalid address '%s': --remote-nbd-send "
-                     "and --remote-nbd-receive take ssh://[USER@]HOST[:PORT]",
-                     options->address);
-  if (error) {
-    ferry_error ("%s", error->message);
-    return error->code;
-  }
   signal (SIGPIPE, SIG_IGN);
   nbd_stream_keep_freed_memory ();
-  rc.upload = o->remote_receive != NULL;
-  rc.n = o->streams ? o->streams : o->no_verify ? 1 : NBD_DEFAULT_STREAMS;
-  rc.ranged = rc.n > 1;
-  rc.delta = o->delta;
-  rc.ch = g_new0 (struct remote_channel, rc.n);
-  for (unsigned i = 0; i < rc.n; i++)
-    rc.ch[i] = (struct remote_channel) { .rc = &rc, .number = i + 1, .remote_status = -1,
-                                         .fd = -1, .go = -1, .control = -1,
-                                         .range = { -1, 0, 0 } };
-  if (!start_children (o, &rc, &code)) {
-    g_free (rc.ch);
-    return code;
+  rc->upload = o->remote_receive != NULL;
+  rc->n = o->streams ? o->streams : o->no_verify ? 1 : NBD_DEFAULT_STREAMS;
+  rc->ranged = rc->n > 1;
+  rc->delta = o->delta;
+  rc->ch = g_new0 (struct remote_channel, rc->n);
+  for (unsigned i = 0; i < rc->n; i++)
+    rc->ch[i] = (struct remote_channel) { .rc = rc, .number = i + 1, .remote_status = -1,
+                                          .fd = -1, .go = -1, .control = -1,
+                                          .range = { -1, 0, 0 } };
+  if (!start_children (o, rc, code)) {
+    g_free (rc->ch);
+    return false;
   }
-  rc.loop = g_main_loop_new (NULL, FALSE);
-  if (rc.ranged) {
-    rc.ahead = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) g_bytes_unref);
-    rc.image = g_checksum_new (G_CHECKSUM_SHA256);
-    rc.packet = g_malloc (REPORT_ROOM);
+  rc->loop = g_main_loop_new (NULL, FALSE);
+  if (rc->ranged) {
+    rc->ahead = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) g_bytes_unref);
+    rc->image = g_checksum_new (G_CHECKSUM_SHA256);
+    rc->packet = g_malloc (REPORT_ROOM);
   }
-  signals = signal_watch_new (on_signal, &rc);
-  if (!relay_copy (options, address, &rc, &error)) {
-    ferry_error ("%s", error->message);
-    code = error->code;
-    for (unsigned i = 0; i < rc.n; i++) {
-      if (rc.ch[i].go >= 0)
-        close (rc.ch[i].go);
-      rc.ch[i].go = -1;
-    }
-    for (unsigned i = 0; i < rc.n; i++)
-      while (waitpid (rc.ch[i].child, &wstatus, 0) < 0 && errno == EINTR)
-        ;
-  } else {
-    code = copy_result (&rc, o);
+  return true;
+}
+
+/* Run the copy; its exit code, with the lines that explain it. */
+static int
+run_copy (const struct ferry_options *options, const struct address *address,
+          struct remote_copy *rc)
+{
+  g_autoptr (GError) error = NULL;
+  int wstatus;
+
+  if (relay_copy (options, address, rc, &error))
+    return copy_result (rc, &options->stream);
+  ferry_error ("%s", error->message);
+  /* The children see their go sockets close, and end without a word. */
+  for (unsigned i = 0; i < rc->n; i++) {
+    if (rc->ch[i].go >= 0)
+      close (rc->ch[i].go);
+    rc->ch[i].go = -1;
   }
-  if (rc.conn)
-    ferry_ssh_conn_unref (rc.conn);
-  for (unsigned i = 0; i < rc.n; i++) {
-    struct remote_channel *c = &rc.ch[i];
+  for (unsigned i = 0; i < rc->n; i++)
+    while (waitpid (rc->ch[i].child, &wstatus, 0) < 0 && errno == EINTR)
+      ;
+  return error->code;
+}
+
+/* Free what the copy held, and its signal watch (after the stop timer,
+ * before the main loop, as they were made). */
+static void
+free_copy (struct remote_copy *rc, struct signal_watch *signals)
+{
+  if (rc->conn)
+    ferry_ssh_conn_unref (rc->conn);
+  for (unsigned i = 0; i < rc->n; i++) {
+    struct remote_channel *c = &rc->ch[i];
     g_clear_pointer (&c->go_watch, gsource_release);
     if (c->go >= 0)
       close (c->go);
@@ -1167,13 +1118,38 @@ nbd_remote_main (const struct ferry_options *options)
     g_free (c->cut_reason);
     g_free (c->cut_where);
   }
-  g_clear_pointer (&rc.stop_timer, gsource_release);
+  g_clear_pointer (&rc->stop_timer, gsource_release);
   signal_watch_free (signals);
-  g_main_loop_unref (rc.loop);
-  g_clear_pointer (&rc.ahead, g_hash_table_unref);
-  g_clear_pointer (&rc.image, g_checksum_free);
-  g_clear_error (&rc.error);
-  g_free (rc.packet);
-  g_free (rc.ch);
+  g_main_loop_unref (rc->loop);
+  g_clear_pointer (&rc->ahead, g_hash_table_unref);
+  g_clear_pointer (&rc->image, g_checksum_free);
+  g_clear_error (&rc->error);
+  g_free (rc->packet);
+  g_free (rc->ch);
+}
+
+int
+nbd_remote_main (const struct ferry_options *options)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FerryAddress) address = address_parse_flags (options->address,
+                                                          ADDRESS_SSH_SESSION, &error);
+  struct remote_copy rc = { .drain_timeout = options->drain_timeout };
+  struct signal_watch *signals;
+  int code = FERRY_EXIT_OK;
+
+  if (address && address->kind != ADDRESS_SSH)
+    ferry_set_error (&error, FERRY_EXIT_USAGE, "invalid address '%s': --remote-nbd-send "
+                     "and --remote-nbd-receive take ssh://[USER@]HOST[:PORT]",
+                     options->address);
+  if (error) {
+    ferry_error ("%s", error->message);
+    return error->code;
+  }
+  if (!setup_copy (&options->stream, &rc, &code))
+    return code;
+  signals = signal_watch_new (on_signal, &rc);
+  code = run_copy (options, address, &rc);
+  free_copy (&rc, signals);
   return code;
 }
