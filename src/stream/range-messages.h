@@ -10,7 +10,7 @@
  *   controller -> half: a grant (NBD_RANGE_GRANT_SIZE bytes).
  * Both are packed here field by field, little-endian, with no padding:
  * the half (the module, stream/module/nbd-ranges.c) and the parent
- * (range-controller.c, nbd-remote.c) share this one encoding.  The
+ * (nbd-remote.c) share this one encoding.  The
  * constants and the schedule are the parent's and the module's alike. */
 #ifndef FERRY_RANGE_MESSAGES_H
 #define FERRY_RANGE_MESSAGES_H
