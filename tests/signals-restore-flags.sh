@@ -39,7 +39,9 @@ for sig in [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     before = (flags(in_r), flags(out_w))
-    p = subprocess.Popen([ferry, f"unix:{t}/peer.sock"], stdin=in_r, stdout=out_w,
+    # -v: a clean stop says so, which shows that ferry, not the default
+    # action, took the signal.
+    p = subprocess.Popen([ferry, "-v", f"unix:{t}/peer.sock"], stdin=in_r, stdout=out_w,
                          stderr=subprocess.PIPE)
     conn, _ = listener.accept()
     os.write(in_w, b"hello")
