@@ -3,7 +3,10 @@
 # sides (--connections=N picks fewer); nbdkit's log shows them.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
-bg nbdkit -f -U "$T/src.sock" --filter=log sparse-random size=1G seed=5 logfile="$T/src.log"
+# 25% data: enough writes (about 120) that each of the 4 connections gets
+# some even when a loaded machine completes each write before the next.
+bg nbdkit -f -U "$T/src.sock" --filter=log sparse-random size=1G seed=5 percent=25 \
+    logfile="$T/src.log"
 bg nbdkit -f -U "$T/dst.sock" --filter=log memory size=1G logfile="$T/dst.log"
 wait_for_socket "$T/src.sock"
 wait_for_socket "$T/dst.sock"
