@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "compat.h"
+#include "copy.h"
 #include "error.h"
 #include "message.h"
 #include "nbd-remote.h"
@@ -27,6 +28,13 @@
 #include "virt-uri.h"
 
 static const char description[] =
+  "Disk images (ferry copy --help, ferry digest --help):\n"
+  "  ferry copy SRC DST        copy an image, sparse and verified; SRC and DST\n"
+  "                            are a PATH (a file or a block device, raw or\n"
+  "                            qcow2, ...), [USER@]HOST:PATH, ssh://[USER@]HOST\n"
+  "                            [:PORT]/PATH, an NBD URI or '[ CMD ARGS... ]'\n"
+  "  ferry digest IMAGE...     each image's block-hash digest, as sha256sum\n"
+  "\n"
   "ADDRESS forms:\n"
   "  unix:PATH, or a PATH containing '/'   UNIX socket\n"
   "  unix:@NAME, @NAME                      abstract UNIX socket\n"
@@ -115,6 +123,7 @@ static const char description[] =
 
 /* What the command line says, as parse_argv() read it. */
 struct command_line {
+  const char *image_command;      /* "copy" or "digest" (copy.h); NULL: neither */
   struct ferry_options options;   /* the option table writes here */
   bool version;                   /* -V: print the version, run nothing */
   char **args;                    /* the arguments: ADDRESS, or LISTEN [TARGET] */
@@ -398,6 +407,16 @@ static const struct option {
     "With --nbd-send/--nbd-receive: the ranged stream of --streams (the remote half)" },
   { "nbd-digest", 0, GROUP_STREAM, parse_string, FIELD (options.stream.digest), "URI",
     "Print the block-hash digest (SHA-256, 64 KiB blocks) of an NBD export" },
+  { "src-format", 0, GROUP_STREAM, parse_string, FIELD (options.stream.src_format), "FORMAT",
+    "A SOURCE path's format: auto (the default: from its header), raw, or one of "
+    "qemu's (qcow2, vmdk, vdi, vhdx, vpc, qed), served by qemu-nbd" },
+  { "dst-format", 0, GROUP_STREAM, parse_string, FIELD (options.stream.dst_format), "FORMAT",
+    "A DEST path's format: raw (the default; never probed) or one of qemu's" },
+  { "source-name", 0, GROUP_STREAM, parse_string, FIELD (options.stream.source_name), "NAME",
+    "With --nbd-receive: a DEST path that is a directory means DEST/NAME (ferry copy's "
+    "remote half)" },
+  { "image-name", 0, GROUP_STREAM, parse_string, FIELD (options.stream.image_name), "NAME",
+    "The name that messages and the digest line give the image (default: as given)" },
   { "raw", 0, GROUP_STREAM, parse_set, FIELD (options.stream.raw), NULL,
     "With --nbd-send/--nbd-receive: plain image bytes, as nbdcopy URI - / nbdcopy - URI" },
   { "connections", 0, GROUP_STREAM, parse_connections, FIELD (options.stream.connections),
@@ -471,9 +490,14 @@ option_group_new (struct command_line *cli, enum option_group group)
 static bool
 parse_argv (struct command_line *cli, int argc, char **argv, GError **error)
 {
-  g_autoptr (GOptionContext) context =
-    g_option_context_new ("ADDRESS | -l LISTEN [TARGET] - relay stdin/stdout "
-                          "(or accepted connections) to a socket, losing nothing");
+  g_autoptr (GOptionContext) context = g_option_context_new (
+    cli->image_command == NULL
+      ? "ADDRESS | -l LISTEN [TARGET] - relay stdin/stdout (or accepted connections) "
+        "to a socket, losing nothing"
+      : strcmp (cli->image_command, "copy") == 0
+      ? "copy SRC DST - copy a disk image (a file, a block device, qcow2, an NBD URI), "
+        "sparse and verified; SRC or DST may be [USER@]HOST:PATH"
+      : "digest IMAGE... - print each image's block-hash digest (SHA-256, 64 KiB blocks)");
 
   g_option_context_set_description (context, description);
   g_option_context_set_main_group (context, option_group_new (cli, GROUP_MAIN));
@@ -509,6 +533,25 @@ validate_stream (struct command_line *cli, GError **error)
   options->stream.progress = options->progress;
   options->stream.verbose = options->relay.verbose;
   return nbd_stream_validate (&options->stream, error);
+}
+
+/* ferry copy and ferry digest spell out the stream mode's options
+ * themselves, from their arguments. */
+static bool
+validate_image_command (struct command_line *cli, GError **error)
+{
+  struct ferry_options *options = &cli->options;
+
+  if (nbd_stream_requested (&options->stream) || options->stream.ranged)
+    return usage_error (error, "ferry %s takes its images as arguments, not --nbd-send, "
+                        "--nbd-receive, --remote-nbd-*, --nbd-digest or --ranged",
+                        cli->image_command);
+  if (options->listen || options->keep_listening)
+    return usage_error (error, "ferry %s takes no -l/--listen or -k/--keep-open",
+                        cli->image_command);
+  options->stream.progress = options->progress;
+  options->stream.verbose = options->relay.verbose;
+  return true;
 }
 
 static bool
@@ -630,6 +673,7 @@ main (int argc, char **argv)
     return rc;
   g_set_prgname ("ferry");
   ferry_options_init (&cli.options);
+  cli.image_command = image_command_take (&argc, argv);
   /* nbdcopy's '[ CMD ARGS... ]': the server's options stay its own. */
   nbd_stream_take_command (&cli.options.stream, &argc, argv);
   if (!parse_argv (&cli, argc, argv, &error)) {
@@ -637,6 +681,10 @@ main (int argc, char **argv)
   } else if (cli.version) {
     printf ("ferry %s\n", PACKAGE_VERSION);
     rc = FERRY_EXIT_OK;
+  } else if (cli.image_command) {
+    rc = !validate_image_command (&cli, &error) ? FERRY_EXIT_USAGE
+       : strcmp (cli.image_command, "copy") == 0 ? copy_main (&cli.options, cli.args, cli.n_args)
+       : digest_main (&cli.options, cli.args, cli.n_args);
   } else if (!validate (&cli, &error)) {
     rc = FERRY_EXIT_USAGE;
   } else if (nbd_remote_requested (&cli.options.stream)) {

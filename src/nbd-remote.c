@@ -212,6 +212,12 @@ remote_command (const struct ferry_options *options, bool ranged, unsigned numbe
     append_arg (command, "--ranged");
   if (ranged && o->delta)
     append_arg (command, "--delta");
+  if (upload && o->dst_format)
+    append_arg_printf (command, "--dst-format=%s", o->dst_format);
+  if (upload && o->source_name)
+    append_arg_printf (command, "--source-name=%s", o->source_name);
+  if (!upload && o->src_format)
+    append_arg_printf (command, "--src-format=%s", o->src_format);
   if (o->no_verify)
     append_arg (command, "--no-verify");
   if (upload && o->destination_is_zero)

@@ -7,8 +7,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "error.h"
+#include "image-format.h"
 #include "message.h"
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
@@ -136,15 +138,60 @@ nbd_stream_keep_freed_memory (void)
   mallopt (M_TRIM_THRESHOLD, 256 * 1024 * 1024);
 }
 
+/* gzip's and zstd's rule: a stream is not for a terminal, and does not
+ * come from one. */
+static bool
+check_not_terminal (const struct nbd_stream_options *o, GError **error)
+{
+  const char *what = o->raw ? "raw image bytes" : "an NBD stream";
+
+  if (o->send && !o->remote_receive && isatty (STDOUT_FILENO))
+    return ferry_set_error (error, FERRY_EXIT_USAGE, "refusing to write %s to a terminal "
+                            "(redirect stdout, or pipe it into ferry --nbd-receive)", what);
+  if (o->receive && !o->remote_send && isatty (STDIN_FILENO))
+    return ferry_set_error (error, FERRY_EXIT_USAGE, "refusing to read %s from a terminal "
+                            "(redirect stdin from ferry --nbd-send)", what);
+  return true;
+}
+
+/* The image path among SOURCE, DEST and IMAGE, if there is one, as the
+ * module opens it: the path itself (a raw image), or its qemu-nbd. */
+static bool
+resolve_image_path (struct nbd_stream_options *o, struct image_resolved *image,
+                    GError **error)
+{
+  const char **path = o->send ? &o->send : o->receive ? &o->receive : &o->digest;
+  bool writing = o->receive != NULL;
+
+  if (!image_is_path (*path))
+    return true;
+  if (!image_resolve (*path, writing, writing ? o->dst_format : o->src_format,
+                      o->source_name, image, error))
+    return false;
+  if (o->image_name == NULL || *path == o->image_name)
+    o->image_name = image->path;
+  *path = image->path;
+  if (image->command) {
+    o->command = image->command;
+    *path = "[";
+  }
+  return true;
+}
+
 int
-nbd_stream_main (const struct nbd_stream_options *o)
+nbd_stream_main (const struct nbd_stream_options *options)
 {
   g_autoptr (GError) error = NULL;
   int (*run) (const struct nbd_stream_options *) = NULL;
-  void *module;
+  struct nbd_stream_options resolved = *options;
+  const struct nbd_stream_options *o = &resolved;
+  struct image_resolved image = { 0 };
+  void *module = NULL;
+  int rc;
 
   nbd_stream_keep_freed_memory ();
-  module = load_module (&error);
+  if (check_not_terminal (o, &error) && resolve_image_path (&resolved, &image, &error))
+    module = load_module (&error);
 
   /* Never unloaded: its threads and sources may outlive the call. */
   if (module) {
@@ -155,9 +202,12 @@ nbd_stream_main (const struct nbd_stream_options *o)
   }
   if (run == NULL) {
     ferry_error ("%s", error->message);
-    return error->code;
+    rc = error->code;
+  } else {
+    rc = run (o);
   }
-  return run (o);
+  image_resolved_clear (&image);
+  return rc;
 }
 
 struct progress *

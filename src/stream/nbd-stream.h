@@ -34,7 +34,17 @@ struct nbd_stream_options {
   const char *remote_send;    /* --remote-nbd-send=SOURCE: on the ssh:// host */
   const char *remote_receive; /* --remote-nbd-receive=DEST: on the ssh:// host */
   char **command;             /* with SOURCE/DEST/URI '[': the server command
-                                 (pointers into argv; the array is ours) */
+                                 (pointers into argv; the array is ours), or
+                                 an image path's qemu-nbd (image-format.h) */
+  const char *src_format;     /* --src-format: a SOURCE path's qemu format;
+                                 NULL or "auto": found from its header */
+  const char *dst_format;     /* --dst-format: a DEST path's; NULL: raw */
+  const char *source_name;    /* --source-name: what a DEST path that is a
+                                 directory takes after it (ferry copy's
+                                 basename of SRC) */
+  const char *image_name;     /* --image-name, or the image path as given: for
+                                 messages and the digest line; NULL: the URI,
+                                 or the command's program */
   bool raw;                   /* plain image bytes instead of the stream */
   bool no_extents;            /* sender: ignore the server's allocation map */
   bool destination_is_zero;   /* receiver: skip ZERO records */

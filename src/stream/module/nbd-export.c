@@ -137,7 +137,8 @@ nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
   g_autofree char *connecting = NULL;
   bool ok;
 
-  e->name = options->command ? options->command[0] : uri;
+  e->name = options->image_name ? options->image_name
+           : options->command ? options->command[0] : uri;
   /* libnbd's connect retries its poll on EINTR: a server that never
    * answers would make SIGTERM wait for ever.  Nothing is written yet. */
   connecting = g_strdup_printf (" while connecting to %s\n", e->name);

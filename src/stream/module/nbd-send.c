@@ -732,7 +732,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   }
   /* A reader gone is an error like any other (SIGPIPE is ignored). */
   if (digest_only && rc == FERRY_EXIT_OK &&
-      (printf ("%s  %s\n", hex, uri ? uri : s.export.name) < 0 || fflush (stdout) != 0)) {
+      (printf ("%s  %s\n", hex, s.export.name) < 0 || fflush (stdout) != 0)) {
     ferry_error ("cannot write the digest to stdout: %s", g_strerror (errno));
     rc = FERRY_EXIT_IO;
   }

@@ -1,0 +1,486 @@
+/* ferry: `ferry copy` and `ferry digest` (copy.h).
+ *
+ * A copy with a remote side is the remote stream mode (nbd-remote.c).  A
+ * local copy is two children, the stream mode's sender and receiver, with
+ * a pipe between them, and this process between them and the user: it
+ * holds the pipe's read end too, so that the sender never sees it close
+ * (and says nothing of it) when the receiver fails; it takes the halves'
+ * deferred lines (deferred-line.h), so that one line says what went wrong;
+ * and it passes a stop signal on to the receiver, which ends the writes in
+ * flight, flushes and says how far DST is complete. */
+#include <config.h>
+
+#include "copy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "deferred-line.h"
+#include "address.h"
+#include "endpoint-fd.h"
+#include "endpoint-ssh.h"
+#include "error.h"
+#include "gsource-release.h"
+#include "image-format.h"
+#include "message.h"
+#include "nbd-remote.h"
+#include "relay.h"
+
+/* One SRC, DST or IMAGE as typed. */
+struct image_arg {
+  const char *text;           /* as the user typed it, for messages */
+  char *address;              /* a remote image's ssh://[USER@]HOST[:PORT][?PARAMS];
+                                 NULL: a local path, an NBD URI or '[' */
+  char *path;                 /* the path on that host, or @text */
+};
+
+static void
+image_arg_clear (struct image_arg *a)
+{
+  g_free (a->address);
+  g_free (a->path);
+}
+
+const char *
+image_command_take (int *argc, char **argv)
+{
+  static const char *const commands[] = { "copy", "digest" };
+
+  if (*argc < 2)
+    return NULL;
+  for (size_t i = 0; i < G_N_ELEMENTS (commands); i++)
+    if (strcmp (argv[1], commands[i]) == 0) {
+      memmove (&argv[1], &argv[2], (*argc - 1) * sizeof *argv);
+      (*argc)--;
+      return commands[i];
+    }
+  return NULL;
+}
+
+/* scp's rule: HOST:PATH is remote when a ':' comes before any '/' (and
+ * [V6]:PATH); ./a:b is a local path. */
+static bool
+split_scp_form (const char *text, struct image_arg *a)
+{
+  const char *colon = text[0] == '[' ? strstr (text, "]:") : strchr (text, ':');
+  const char *slash = strchr (text, '/');
+
+  if (text[0] == '[' && colon)
+    colon++;
+  if (colon == NULL || colon == text || (slash && slash < colon))
+    return false;
+  a->address = g_strdup_printf ("ssh://%.*s", (int) (colon - text), text);
+  /* An empty PATH is the login's home, a directory. */
+  a->path = g_strdup (colon[1] ? colon + 1 : ".");
+  return true;
+}
+
+static bool
+parse_image_arg (const char *text, struct image_arg *a, GError **error)
+{
+  a->text = text;
+  if (g_str_has_prefix (text, "ssh://")) {
+    const char *slash = strchr (text + strlen ("ssh://"), '/');
+    const char *query = slash ? strchr (slash, '?') : NULL;
+
+    if (slash == NULL || slash[1] == '\0' || slash[1] == '?')
+      return ferry_set_error (error, FERRY_EXIT_USAGE, "'%s': expected "
+                              "ssh://[USER@]HOST[:PORT]/PATH", text);
+    a->address = g_strdup_printf ("ssh://%.*s%s", (int) (slash - text - strlen ("ssh://")),
+                                  text + strlen ("ssh://"), query ? query : "");
+    a->path = query ? g_strndup (slash, query - slash) : g_strdup (slash);
+    return true;
+  }
+  if (strcmp (text, "[") != 0 && strstr (text, "://") == NULL && split_scp_form (text, a))
+    return true;
+  a->path = g_strdup (text);
+  return true;
+}
+
+/* A local DST that is a directory means DST/basename(SRC), as cp's. */
+static char *
+local_destination (const struct image_arg *src, const struct image_arg *dst)
+{
+  g_autofree char *base = g_path_get_basename (src->path);
+
+  if (image_is_path (dst->path) && image_is_path (src->path) &&
+      g_file_test (dst->path, G_FILE_TEST_IS_DIR))
+    return g_build_filename (dst->path, base, NULL);
+  return g_strdup (dst->path);
+}
+
+static bool
+check_not_same_file (const char *src, const char *dst, GError **error)
+{
+  struct stat a, b;
+
+  if (stat (src, &a) == 0 && stat (dst, &b) == 0 && a.st_dev == b.st_dev &&
+      a.st_ino == b.st_ino)
+    return ferry_set_error (error, FERRY_EXIT_USAGE, "%s and %s are the same file", src, dst);
+  return true;
+}
+
+/* A DST in one of qemu's formats that does not exist yet is created at
+ * SRC's size, as qemu-img convert does; it reads as zeros. */
+static bool
+create_qemu_destination (struct nbd_stream_options *o, const char *src, const char *dst,
+                         GError **error)
+{
+  g_autofree char *size_arg = NULL, *err = NULL;
+  const char *format = o->src_format && strcmp (o->src_format, "auto") != 0 ? o->src_format
+                                                                             : NULL;
+  uint64_t size;
+  int status;
+
+  if (o->dst_format == NULL || strcmp (o->dst_format, "raw") == 0 ||
+      g_file_test (dst, G_FILE_TEST_EXISTS))
+    return true;
+  if (!image_is_path (src))
+    return ferry_set_error (error, FERRY_EXIT_USAGE, "cannot tell the size of %s to create "
+                            "%s: create it first (qemu-img create)", src, dst);
+  if (format == NULL && (format = image_format_probe (src, error)) == NULL)
+    return false;
+  if (!image_virtual_size (src, format, &size, error))
+    return false;
+  size_arg = g_strdup_printf ("%" G_GUINT64_FORMAT, size);
+  const char *argv[] = { "qemu-img", "create", "-q", "-f", o->dst_format, dst, size_arg, NULL };
+  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, &err,
+                     &status, NULL))
+    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot create %s: qemu-img is not "
+                            "installed on %s (Debian package qemu-utils)", dst,
+                            g_get_host_name ());
+  if (!g_spawn_check_wait_status (status, NULL))
+    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot create %s: %s", dst,
+                            g_strstrip (err));
+  o->destination_is_zero = !o->delta;
+  return true;
+}
+
+/* --- A local copy: two children and a pipe. --- */
+
+/* The half that a stop signal goes to: the sender until it has opened
+ * SRC, then the receiver, which says how far DST is complete. */
+static volatile sig_atomic_t stop_target;
+
+static void
+pass_on_signal (int signum)
+{
+  if (stop_target > 0)
+    kill (stop_target, signum);
+}
+
+/* Fork one half: the stream mode with @stream_fd as its stdin (the
+ * receiver) or stdout (the sender), and @report as its deferred lines'
+ * socket.  Its own process group: a terminal's ^C reaches it through us. */
+static pid_t
+fork_half (const struct nbd_stream_options *half, int stream_fd, int report, int *close_fds)
+{
+  pid_t pid = fork ();
+
+  if (pid != 0)
+    return pid;
+  setpgid (0, 0);
+  for (int *fd = close_fds; *fd >= 0; fd++)
+    close (*fd);
+  struct nbd_stream_options o = *half;
+  o.report_fd = report;
+  if (dup2 (stream_fd, o.receive ? STDIN_FILENO : STDOUT_FILENO) < 0)
+    _exit (FERRY_EXIT_FAILURE);
+  close (stream_fd);
+  _exit (nbd_stream_main (&o));
+}
+
+static int
+wait_code (pid_t pid)
+{
+  int status;
+
+  while (waitpid (pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return FERRY_EXIT_FAILURE;
+  if (WIFEXITED (status))
+    return WEXITSTATUS (status);
+  return 128 + WTERMSIG (status);
+}
+
+/* Wait until @fd has bytes to read; false at its end without any. */
+static bool
+wait_readable (int fd)
+{
+  struct pollfd p = { .fd = fd, .events = POLLIN };
+
+  while (poll (&p, 1, -1) < 0)
+    if (errno != EINTR)
+      return false;
+  return (p.revents & POLLIN) != 0;
+}
+
+/* The deferred line on @fd, printed; false if there was none. */
+static bool
+print_deferred (int fd)
+{
+  g_autofree char *reason = NULL, *where = NULL;
+
+  if (!deferred_line_take (fd, &reason, &where))
+    return false;
+  ferry_error ("%s%s%s", reason, where ? "; " : "", where ? where : "");
+  return true;
+}
+
+static int
+run_local_copy (const struct nbd_stream_options *o)
+{
+  struct nbd_stream_options sender = *o, receiver = *o;
+  int pipe_fds[2], send_report[2], receive_report[2];
+  struct sigaction pass = { .sa_handler = pass_on_signal }, old[4];
+  static const int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+  pid_t send_pid, receive_pid;
+  int send_code = FERRY_EXIT_OK, receive_code;
+
+  sender.receive = NULL;
+  receiver.send = NULL;
+  /* One progress line: the receiver knows the size from the header. */
+  sender.progress.mode = PROGRESS_NEVER;
+  if (pipe2 (pipe_fds, O_CLOEXEC) < 0 ||
+      socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, send_report) < 0 ||
+      socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, receive_report) < 0) {
+    ferry_error ("cannot set up the copy: %s", g_strerror (errno));
+    return FERRY_EXIT_FAILURE;
+  }
+  for (size_t i = 0; i < G_N_ELEMENTS (stops); i++)
+    sigaction (stops[i], &pass, &old[i]);
+  send_pid = fork_half (&sender, pipe_fds[1], send_report[1],
+                        (int[]) { pipe_fds[0], send_report[0], receive_report[0],
+                                  receive_report[1], -1 });
+  stop_target = send_pid;
+  close (pipe_fds[1]);
+  close (send_report[1]);
+  /* The receiver starts once the stream's header is there: SRC opened.  A
+   * SRC that cannot be opened is the one line, with nothing written. */
+  if (!wait_readable (pipe_fds[0])) {
+    send_code = wait_code (send_pid);
+    if (!print_deferred (send_report[0]) && send_code == FERRY_EXIT_OK)
+      send_code = FERRY_EXIT_STREAM;
+    receive_pid = -1;
+  } else {
+    receive_pid = fork_half (&receiver, pipe_fds[0], receive_report[1],
+                             (int[]) { send_report[0], receive_report[0], -1 });
+    stop_target = receive_pid;
+  }
+  close (receive_report[1]);
+  if (receive_pid > 0) {
+    receive_code = wait_code (receive_pid);
+    stop_target = 0;
+    /* The receiver has ended: what the sender still writes goes nowhere. */
+    if (receive_code != FERRY_EXIT_OK)
+      kill (send_pid, SIGKILL);
+    send_code = wait_code (send_pid);
+    if (receive_code != FERRY_EXIT_OK && send_code != FERRY_EXIT_OK &&
+        send_code != 128 + SIGKILL)
+      /* The sender said why it stopped; the receiver's cut line would
+       * only repeat it. */
+      receive_code = send_code;
+    else
+      print_deferred (receive_report[0]);
+  } else {
+    receive_code = send_code;
+  }
+  close (pipe_fds[0]);
+  for (size_t i = 0; i < G_N_ELEMENTS (stops); i++)
+    sigaction (stops[i], &old[i], NULL);
+  close (send_report[0]);
+  close (receive_report[0]);
+  return receive_code;
+}
+
+/* --- The commands. --- */
+
+static bool
+setup_local_copy (struct nbd_stream_options *o, const struct image_arg *src,
+                  const struct image_arg *dst, char **dst_path, GError **error)
+{
+  if (o->streams || o->delta)
+    return ferry_set_error (error, FERRY_EXIT_USAGE, "--streams and --delta go with a copy "
+                            "to or from a host (HOST:PATH)");
+  *dst_path = local_destination (src, dst);
+  if (image_is_path (src->path) && image_is_path (*dst_path) &&
+      !check_not_same_file (src->path, *dst_path, error))
+    return false;
+  if (!create_qemu_destination (o, src->path, *dst_path, error))
+    return false;
+  o->send = src->path;
+  o->receive = *dst_path;
+  return true;
+}
+
+static void
+setup_remote_copy (struct ferry_options *options, const struct image_arg *src,
+                   const struct image_arg *dst, char **remote_path)
+{
+  struct nbd_stream_options *o = &options->stream;
+  bool upload = dst->address != NULL;
+  const struct image_arg *remote = upload ? dst : src, *local = upload ? src : dst;
+  g_autofree char *base = g_path_get_basename (upload ? src->path : dst->path);
+
+  options->address = remote->address;
+  if (upload) {
+    o->send = local->path;
+    /* scp's DIR/: the name comes with it; an existing directory
+     * without the slash is the remote half's to find. */
+    *remote_path = g_str_has_suffix (remote->path, "/")
+      ? g_strconcat (remote->path, base, NULL) : g_strdup (remote->path);
+    o->remote_receive = *remote_path;
+    if (image_is_path (src->path))
+      o->source_name = g_path_get_basename (src->path);
+    /* qemu-nbd takes a write lock: one writer per image. */
+    if (o->dst_format && strcmp (o->dst_format, "raw") != 0)
+      o->streams = 1;
+  } else {
+    o->remote_send = remote->path;
+    o->receive = local->path;
+    o->source_name = g_path_get_basename (remote->path);
+  }
+}
+
+int
+copy_main (struct ferry_options *options, char **args, int n_args)
+{
+  struct image_arg src = { 0 }, dst = { 0 };
+  struct nbd_stream_options *o = &options->stream;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *path = NULL;
+  int rc = FERRY_EXIT_USAGE;
+
+  if (n_args != 2)
+    ferry_set_error (&error, FERRY_EXIT_USAGE, "ferry copy takes SRC and DST (see ferry copy "
+                     "--help)");
+  else if (parse_image_arg (args[0], &src, &error) && parse_image_arg (args[1], &dst, &error)) {
+    if (src.address && dst.address)
+      ferry_set_error (&error, FERRY_EXIT_USAGE, "at most one of SRC and DST may be on "
+                       "another host: %s, %s", src.text, dst.text);
+    else if (src.address || dst.address)
+      setup_remote_copy (options, &src, &dst, &path);
+    else
+      setup_local_copy (o, &src, &dst, &path, &error);
+  }
+  if (error == NULL)
+    rc = o->remote_send || o->remote_receive ? nbd_remote_main (options) : run_local_copy (o);
+  else
+    ferry_error ("%s", error->message);
+  image_arg_clear (&src);
+  image_arg_clear (&dst);
+  return error ? error->code : rc;
+}
+
+/* --- ferry digest --- */
+
+static void
+on_digest_relay_done (struct relay *relay, int exit_code, void *data)
+{
+  int *code = data;
+
+  (void) relay;
+  *code = exit_code;
+}
+
+/* The remote ferry computes it: `ferry --nbd-digest=PATH` on HOST, with
+ * its line (and messages) naming the image as typed. */
+static int
+remote_digest (const struct ferry_options *options, const struct image_arg *image)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GString) command = g_string_new (NULL);
+  g_autoptr (FerryAddress) address = address_parse_flags (image->address, ADDRESS_SSH_SESSION,
+                                                          &error);
+  g_autofree char *digest = g_strdup_printf ("--nbd-digest=%s", image->path);
+  g_autofree char *name = g_strdup_printf ("--image-name=%s", image->text);
+  g_autofree char *format = options->stream.src_format
+    ? g_strdup_printf ("--src-format=%s", options->stream.src_format) : NULL;
+  const char *const args[] = {
+    options->connect.remote_helper ? options->connect.remote_helper : "ferry",
+    digest, name, format,
+  };
+  struct ferry_ssh_conn *conn = NULL;
+  struct endpoint *channel = NULL;
+  int code = -1;
+
+  for (size_t i = 0; i < G_N_ELEMENTS (args) && args[i]; i++) {
+    g_autofree char *quoted = g_shell_quote (args[i]);
+    g_string_append_printf (command, "%s%s", i ? " " : "", quoted);
+  }
+  if (address && (conn = ferry_ssh_conn_new (address, &options->connect, &error)) &&
+      (channel = endpoint_ssh_exec_on (conn, command->str, NULL, &error))) {
+    struct relay *relay = relay_new (endpoint_stdio_new (false, options->relay.buffer_size),
+                                     channel, &options->relay, on_digest_relay_done, &code);
+    while (code < 0)
+      g_main_context_iteration (NULL, TRUE);
+    relay_free (relay);
+  }
+  if (conn)
+    ferry_ssh_conn_unref (conn);
+  if (error) {
+    ferry_error ("%s", error->message);
+    return error->code;
+  }
+  return code;
+}
+
+/* One IMAGE, in a child of its own (the stream mode runs once a process),
+ * whose stdin is /dev/null: a remote digest's channel reads nothing of
+ * the user's. */
+static int
+digest_one (struct ferry_options *options, const struct image_arg *image)
+{
+  pid_t pid = fork ();
+  int null;
+
+  if (pid < 0) {
+    ferry_error ("cannot fork: %s", g_strerror (errno));
+    return FERRY_EXIT_FAILURE;
+  }
+  if (pid > 0)
+    return wait_code (pid);
+  null = open ("/dev/null", O_RDONLY);
+  if (null < 0 || dup2 (null, STDIN_FILENO) < 0)
+    _exit (FERRY_EXIT_FAILURE);
+  close (null);
+  if (image->address)
+    _exit (remote_digest (options, image));
+  options->stream.digest = image->path;
+  options->stream.image_name = image->text;
+  _exit (nbd_stream_main (&options->stream));
+}
+
+int
+digest_main (struct ferry_options *options, char **args, int n_args)
+{
+  int first_failure = FERRY_EXIT_OK;
+
+  if (n_args < 1) {
+    ferry_error ("ferry digest takes one IMAGE or more (see ferry digest --help)");
+    return FERRY_EXIT_USAGE;
+  }
+  for (int i = 0; i < n_args; i++) {
+    struct image_arg image = { 0 };
+    g_autoptr (GError) error = NULL;
+    int code;
+
+    if (!parse_image_arg (args[i], &image, &error)) {
+      ferry_error ("%s", error->message);
+      code = error->code;
+    } else {
+      code = digest_one (options, &image);
+    }
+    if (first_failure == FERRY_EXIT_OK)
+      first_failure = code;
+    image_arg_clear (&image);
+  }
+  return first_failure;
+}

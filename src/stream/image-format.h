@@ -1,0 +1,47 @@
+/* ferry: image paths in the stream mode (image-format.c).  A SOURCE, DEST
+ * or IMAGE that is neither a URI nor '[ CMD ]' is a path: a raw image
+ * (a regular file or a block device), which the module reads and writes
+ * itself, or an image in one of qemu's formats (qcow2, vmdk, ...), which
+ * qemu-nbd serves to it, started with socket activation as '[ CMD ]' is.
+ * A SOURCE's format is found from its header unless it was named; a DEST's
+ * is never probed (qemu's rule: a guest could have written any header
+ * into a raw image), so it is raw unless named. */
+#ifndef FERRY_IMAGE_FORMAT_H
+#define FERRY_IMAGE_FORMAT_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* True when @name is an image path rather than an NBD URI or '['. */
+bool image_is_path (const char *name);
+
+/* The format of the image at @path from its first bytes: "qcow2", "vmdk",
+ * ..., or "raw" for anything else.  NULL, with *@error (exit 3) naming the
+ * path, if it cannot be opened or read. */
+const char *image_format_probe (const char *path, GError **error);
+
+/* The virtual size of the image at @path in @format ("raw": a regular
+ * file's size or a block device's; "qcow2": its header's), or false with
+ * *@error. */
+bool image_virtual_size (const char *path, const char *format, uint64_t *size,
+                         GError **error);
+
+/* An image path resolved (image_resolve). */
+struct image_resolved {
+  char *path;                 /* the path to open: as given, or a directory
+                                 DEST joined with the source's name */
+  char **command;             /* a path in a qemu format: qemu-nbd serving
+                                 it; NULL: a raw image, opened as it is */
+};
+
+/* Resolve the image at @path, read or (@writing) written, in @format (a
+ * SOURCE's NULL or "auto": found from its header; a DEST's NULL: raw): a
+ * DEST that is a directory takes @source_name (when not NULL) after it; a
+ * path in a qemu format gets its qemu-nbd command, or fails in one line,
+ * exit 3, if qemu-nbd is not installed.  Free @out with image_resolved_clear. */
+bool image_resolve (const char *path, bool writing, const char *format,
+                    const char *source_name, struct image_resolved *out, GError **error);
+void image_resolved_clear (struct image_resolved *r);
+
+#endif

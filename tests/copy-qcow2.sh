@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# ferry copy with qcow2 at either end, served by qemu-nbd that ferry starts
+# itself: a qcow2 SRC found by its header, a missing qcow2 DST created at
+# SRC's size, its holes unallocated clusters; a qcow2 with a backing file
+# as SRC; ferry digest of a qcow2 equal to python3's over the raw bytes;
+# and qemu-nbd missing from PATH: one line that names the program, the
+# host and the Debian package, exit 3.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-nbd-stream.sh"
+need qemu-nbd qemu-io
+M=$((1024 * 1024))
+qemu-img create -q -f qcow2 "$T/base.qcow2" 256M
+qemu-io -f qcow2 -c 'write -P 0x33 10M 5M' -c 'write -P 0x44 255M 1M' "$T/base.qcow2" > /dev/null
+
+allocated () {  # QCOW2: bytes that hold data
+    qemu-img map --output=json "$1" | python3 -c '
+import json, sys; print(sum(e["length"] for e in json.load(sys.stdin) if e["data"]))'
+}
+raw_digest () {  # IMAGE: python3's digest of its bytes, converted by qemu-img
+    rm -f "$T/ref.raw"
+    qemu-img convert -O raw "$1" "$T/ref.raw"
+    python3 "$CHECK" digest "$T/ref.raw" "$(stat -c %s "$T/ref.raw")"
+}
+
+# A new qcow2 DST: created, the same bytes, the same size, holes kept.
+within 60 "$FERRY" copy -v --dst-format=qcow2 "$T/base.qcow2" "$T/copy.qcow2" 2> "$T/err" ||
+    fail "qcow2 -> new qcow2: $(cat "$T/err")"
+qemu-img compare "$T/base.qcow2" "$T/copy.qcow2" >&2 || fail "the qcow2 copy differs"
+assert_eq "qcow2 $((256 * M))" "$(qemu-img info --output=json "$T/copy.qcow2" |
+    python3 -c 'import json, sys; i = json.load(sys.stdin); print(i["format"], i["virtual-size"])')" \
+    "the new DST's format and size"
+assert_eq $((6 * M)) "$(allocated "$T/copy.qcow2")" "allocated bytes in the new qcow2"
+assert_eq $((6 * M)) "$(summary_field "$T/err" data)" "data bytes sent"
+
+# A qcow2 with a backing file: the guest's view, backing and overlay.
+qemu-img create -q -f qcow2 -b "$T/base.qcow2" -F qcow2 "$T/overlay.qcow2"
+qemu-io -f qcow2 -c 'write -P 0x55 12M 1M' -c 'write -P 0x66 100M 2M' "$T/overlay.qcow2" > /dev/null
+within 60 "$FERRY" copy --dst-format=qcow2 "$T/overlay.qcow2" "$T/flat.qcow2" ||
+    fail "qcow2 with a backing file -> qcow2"
+qemu-img compare "$T/overlay.qcow2" "$T/flat.qcow2" >&2 || fail "the overlay's copy differs"
+[ "$(qemu-img info --output=json "$T/flat.qcow2" | grep -c backing-filename)" = 0 ] ||
+    fail "the copy has a backing file"
+
+# ferry digest: one sha256sum-style line per image, as typed.
+want=$(raw_digest "$T/overlay.qcow2")
+assert_eq "$want  $T/overlay.qcow2
+$want  $T/flat.qcow2" "$("$FERRY" digest "$T/overlay.qcow2" "$T/flat.qcow2")" "ferry digest"
+
+# No qemu-nbd on PATH.
+mkdir "$T/bin"
+rc=0
+env PATH="$T/bin" "$FERRY" copy "$T/base.qcow2" "$T/x.img" 2> "$T/err" || rc=$?
+assert_eq 3 "$rc" "exit code without qemu-nbd"
+assert_eq "ferry: $T/base.qcow2 is qcow2: serving it needs qemu-nbd, which is not installed on $(hostname) (Debian package qemu-utils)" \
+    "$(cat "$T/err")" "the message without qemu-nbd"
+[ ! -e "$T/x.img" ] || fail "DST was created although SRC could not be read"
