@@ -128,39 +128,20 @@ check_not_same_file (const char *src, const char *dst, GError **error)
 }
 
 /* A DST in one of qemu's formats that does not exist yet is created at
- * SRC's size, as qemu-img convert does; it reads as zeros. */
-static bool
-create_qemu_destination (struct nbd_stream_options *o, const char *src, const char *dst,
-                         GError **error)
+ * SRC's size, as qemu-img convert does, by the receiver (--create-size).
+ * Best effort: a SRC whose size cannot be told here (an NBD URI, a remote
+ * one, a format other than raw and qcow2) leaves DST to exist already. */
+static void
+set_create_size (struct nbd_stream_options *o, const char *src)
 {
-  g_autofree char *size_arg = NULL, *err = NULL;
   const char *format = o->src_format && strcmp (o->src_format, "auto") != 0 ? o->src_format
                                                                              : NULL;
-  uint64_t size;
-  int status;
 
-  if (o->dst_format == NULL || strcmp (o->dst_format, "raw") == 0 ||
-      g_file_test (dst, G_FILE_TEST_EXISTS))
-    return true;
-  if (!image_is_path (src))
-    return ferry_set_error (error, FERRY_EXIT_USAGE, "cannot tell the size of %s to create "
-                            "%s: create it first (qemu-img create)", src, dst);
-  if (format == NULL && (format = image_format_probe (src, error)) == NULL)
-    return false;
-  if (!image_virtual_size (src, format, &size, error))
-    return false;
-  size_arg = g_strdup_printf ("%" G_GUINT64_FORMAT, size);
-  const char *argv[] = { "qemu-img", "create", "-q", "-f", o->dst_format, dst, size_arg, NULL };
-  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, &err,
-                     &status, NULL))
-    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot create %s: qemu-img is not "
-                            "installed on %s (Debian package qemu-utils)", dst,
-                            g_get_host_name ());
-  if (!g_spawn_check_wait_status (status, NULL))
-    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot create %s: %s", dst,
-                            g_strstrip (err));
-  o->destination_is_zero = !o->delta;
-  return true;
+  if (o->dst_format == NULL || strcmp (o->dst_format, "raw") == 0 || !image_is_path (src))
+    return;
+  if (format == NULL && (format = image_format_probe (src, NULL)) == NULL)
+    return;
+  image_virtual_size (src, format, &o->create_size, NULL);
 }
 
 /* --- A local copy: two children and a pipe. --- */
@@ -313,40 +294,38 @@ setup_local_copy (struct nbd_stream_options *o, const struct image_arg *src,
   if (image_is_path (src->path) && image_is_path (*dst_path) &&
       !check_not_same_file (src->path, *dst_path, error))
     return false;
-  if (!create_qemu_destination (o, src->path, *dst_path, error))
-    return false;
+  set_create_size (o, src->path);
   o->send = src->path;
   o->receive = *dst_path;
   return true;
 }
 
+/* @source_name: SRC's basename, for a DST that is a directory. */
 static void
 setup_remote_copy (struct ferry_options *options, const struct image_arg *src,
-                   const struct image_arg *dst, char **remote_path)
+                   const struct image_arg *dst, char **remote_path, char **source_name)
 {
   struct nbd_stream_options *o = &options->stream;
   bool upload = dst->address != NULL;
-  const struct image_arg *remote = upload ? dst : src, *local = upload ? src : dst;
-  g_autofree char *base = g_path_get_basename (upload ? src->path : dst->path);
 
-  options->address = remote->address;
+  options->address = upload ? dst->address : src->address;
+  *source_name = image_is_path (src->path) ? g_path_get_basename (src->path) : NULL;
+  o->source_name = *source_name;
   if (upload) {
-    o->send = local->path;
+    o->send = src->path;
     /* scp's DIR/: the name comes with it; an existing directory
-     * without the slash is the remote half's to find. */
-    *remote_path = g_str_has_suffix (remote->path, "/")
-      ? g_strconcat (remote->path, base, NULL) : g_strdup (remote->path);
+     * without the slash is the remote half's to find (--source-name). */
+    *remote_path = g_str_has_suffix (dst->path, "/") && *source_name
+      ? g_strconcat (dst->path, *source_name, NULL) : g_strdup (dst->path);
     o->remote_receive = *remote_path;
-    if (image_is_path (src->path))
-      o->source_name = g_path_get_basename (src->path);
-    /* qemu-nbd takes a write lock: one writer per image. */
-    if (o->dst_format && strcmp (o->dst_format, "raw") != 0)
-      o->streams = 1;
+    set_create_size (o, src->path);
   } else {
-    o->remote_send = remote->path;
-    o->receive = local->path;
-    o->source_name = g_path_get_basename (remote->path);
+    o->remote_send = src->path;
+    o->receive = dst->path;
   }
+  /* qemu-nbd takes a write lock: one writer per image. */
+  if (o->dst_format && strcmp (o->dst_format, "raw") != 0)
+    o->streams = 1;
 }
 
 int
@@ -355,7 +334,7 @@ copy_main (struct ferry_options *options, char **args, int n_args)
   struct image_arg src = { 0 }, dst = { 0 };
   struct nbd_stream_options *o = &options->stream;
   g_autoptr (GError) error = NULL;
-  g_autofree char *path = NULL;
+  g_autofree char *path = NULL, *source_name = NULL;
   int rc = FERRY_EXIT_USAGE;
 
   if (n_args != 2)
@@ -366,7 +345,7 @@ copy_main (struct ferry_options *options, char **args, int n_args)
       ferry_set_error (&error, FERRY_EXIT_USAGE, "at most one of SRC and DST may be on "
                        "another host: %s, %s", src.text, dst.text);
     else if (src.address || dst.address)
-      setup_remote_copy (options, &src, &dst, &path);
+      setup_remote_copy (options, &src, &dst, &path, &source_name);
     else
       setup_local_copy (o, &src, &dst, &path, &error);
   }

@@ -240,6 +240,20 @@ parse_size (struct command_line *cli, const char *name, const char *value,
  * ssh:// sessions also send an ssh keepalive every SECS.  Either way three
  * unanswered ones end the connection.  (An optional argument would swallow
  * the ADDRESS that follows.) */
+/* An image's size in bytes: any, up to 2^63 - 1. */
+static bool
+parse_image_size (struct command_line *cli, const char *name, const char *value,
+                  void *field, GError **error)
+{
+  guint64 n;
+
+  (void) cli;
+  if (!g_ascii_string_to_unsigned (value, 10, 1, G_MAXINT64, &n, NULL))
+    return usage_error (error, "invalid %s '%s': expected a size in bytes", name, value);
+  *(uint64_t *) field = n;
+  return true;
+}
+
 static bool
 parse_keepalive (struct command_line *cli, const char *name, const char *value,
                  void *field, GError **error)
@@ -412,6 +426,9 @@ static const struct option {
     "qemu's (qcow2, vmdk, vdi, vhdx, vpc, qed), served by qemu-nbd" },
   { "dst-format", 0, GROUP_STREAM, parse_string, FIELD (options.stream.dst_format), "FORMAT",
     "A DEST path's format: raw (the default; never probed) or one of qemu's" },
+  { "create-size", 0, GROUP_STREAM, parse_image_size, FIELD (options.stream.create_size),
+    "BYTES", "With --nbd-receive and --dst-format: create a DEST that does not exist, "
+    "BYTES large (qemu-img create; ferry copy's remote half)" },
   { "source-name", 0, GROUP_STREAM, parse_string, FIELD (options.stream.source_name), "NAME",
     "With --nbd-receive: a DEST path that is a directory means DEST/NAME (ferry copy's "
     "remote half)" },

@@ -214,6 +214,8 @@ remote_command (const struct ferry_options *options, bool ranged, unsigned numbe
     append_arg (command, "--delta");
   if (upload && o->dst_format)
     append_arg_printf (command, "--dst-format=%s", o->dst_format);
+  if (upload && o->create_size)
+    append_arg_printf (command, "--create-size=%" G_GUINT64_FORMAT, o->create_size);
   if (upload && o->source_name)
     append_arg_printf (command, "--source-name=%s", o->source_name);
   if (!upload && o->src_format)

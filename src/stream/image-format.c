@@ -84,8 +84,7 @@ image_virtual_size (const char *path, const char *format, uint64_t *size, GError
   else if (strcmp (format, "raw") == 0)
     *size = st.st_size, ok = true;
   else
-    ferry_set_error (error, FERRY_EXIT_USAGE, "cannot tell the size of %s (%s) to create a "
-                     "destination of its size: create it first (qemu-img create)", path, format);
+    ferry_set_error (error, FERRY_EXIT_USAGE, "cannot tell the size of %s (%s)", path, format);
   if (fd >= 0)
     close (fd);
   return ok;
@@ -106,14 +105,52 @@ qemu_nbd_command (const char *path, const char *format, bool writing)
   return (char **) g_ptr_array_free (argv, FALSE);
 }
 
-bool
-image_resolve (const char *path, bool writing, const char *format, const char *source_name,
-                struct image_resolved *out, GError **error)
+/* @program's path, or NULL with *@error: "@what needs @program, which is
+ * not installed on HOST (Debian package qemu-utils)". */
+static char *
+find_qemu_program (const char *program, const char *what, GError **error)
 {
+  char *found = g_find_program_in_path (program);
+
+  if (found == NULL)
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "%s needs %s, which is not installed on %s "
+                     "(Debian package qemu-utils)", what, program, g_get_host_name ());
+  return found;
+}
+
+static bool
+create_image (const char *path, const char *format, uint64_t size, GError **error)
+{
+  g_autofree char *what = g_strdup_printf ("creating %s", path);
+  g_autofree char *qemu_img = find_qemu_program ("qemu-img", what, error);
+  g_autofree char *size_arg = g_strdup_printf ("%" G_GUINT64_FORMAT, size);
+  g_autofree char *err = NULL;
+  const char *argv[] = { "qemu-img", "create", "-q", "-f", format, path, size_arg, NULL };
+  int status;
+
+  if (qemu_img == NULL)
+    return false;
+  argv[0] = qemu_img;
+  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, &err,
+                     &status, error))
+    return false;
+  if (!g_spawn_check_wait_status (status, NULL))
+    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot create %s: %s", path,
+                            g_strstrip (err));
+  return true;
+}
+
+bool
+image_resolve (const struct image_request *q, struct image_resolved *out, GError **error)
+{
+  const char *format = q->format;
+  g_autofree char *what = NULL, *qemu_nbd = NULL;
+
   out->command = NULL;
-  out->path = writing && source_name && g_file_test (path, G_FILE_TEST_IS_DIR)
-    ? g_build_filename (path, source_name, NULL) : g_strdup (path);
-  if (writing && format == NULL)
+  out->created = false;
+  out->path = q->writing && q->source_name && g_file_test (q->path, G_FILE_TEST_IS_DIR)
+    ? g_build_filename (q->path, q->source_name, NULL) : g_strdup (q->path);
+  if (q->writing && format == NULL)
     format = "raw";
   else if (format == NULL || strcmp (format, "auto") == 0)
     format = image_format_probe (out->path, error);
@@ -121,15 +158,18 @@ image_resolve (const char *path, bool writing, const char *format, const char *s
     return false;
   if (strcmp (format, "raw") == 0)
     return true;
-  if (!g_file_test (out->path, G_FILE_TEST_EXISTS))
-    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", out->path,
-                            g_strerror (ENOENT));
-  g_autofree char *qemu_nbd = g_find_program_in_path ("qemu-nbd");
-  if (qemu_nbd == NULL)
-    return ferry_set_error (error, FERRY_EXIT_CONNECT, "%s is %s: serving it needs qemu-nbd, "
-                            "which is not installed on %s (Debian package qemu-utils)",
-                            out->path, format, g_get_host_name ());
-  out->command = qemu_nbd_command (out->path, format, writing);
+  what = g_strdup_printf ("%s is %s: serving it", out->path, format);
+  if ((qemu_nbd = find_qemu_program ("qemu-nbd", what, error)) == NULL)
+    return false;
+  if (!g_file_test (out->path, G_FILE_TEST_EXISTS)) {
+    if (!q->writing || q->create_size == 0)
+      return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", out->path,
+                              g_strerror (ENOENT));
+    if (!create_image (out->path, format, q->create_size, error))
+      return false;
+    out->created = true;
+  }
+  out->command = qemu_nbd_command (out->path, format, q->writing);
   return true;
 }
 

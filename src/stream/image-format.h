@@ -27,21 +27,34 @@ const char *image_format_probe (const char *path, GError **error);
 bool image_virtual_size (const char *path, const char *format, uint64_t *size,
                          GError **error);
 
-/* An image path resolved (image_resolve). */
+/* What image_resolve is asked. */
+struct image_request {
+  const char *path;           /* as given */
+  bool writing;               /* a DEST */
+  const char *format;         /* a SOURCE's NULL or "auto": found from its
+                                 header; a DEST's NULL: raw */
+  const char *source_name;    /* a DEST that is a directory takes this after
+                                 it; NULL: none */
+  uint64_t create_size;       /* a DEST in a qemu format that does not exist
+                                 is created this large (qemu-img create);
+                                 0: it must exist */
+};
+
+/* An image path resolved. */
 struct image_resolved {
   char *path;                 /* the path to open: as given, or a directory
                                  DEST joined with the source's name */
   char **command;             /* a path in a qemu format: qemu-nbd serving
                                  it; NULL: a raw image, opened as it is */
+  bool created;               /* qemu-img created it: it reads as zeros */
 };
 
-/* Resolve the image at @path, read or (@writing) written, in @format (a
- * SOURCE's NULL or "auto": found from its header; a DEST's NULL: raw): a
- * DEST that is a directory takes @source_name (when not NULL) after it; a
- * path in a qemu format gets its qemu-nbd command, or fails in one line,
- * exit 3, if qemu-nbd is not installed.  Free @out with image_resolved_clear. */
-bool image_resolve (const char *path, bool writing, const char *format,
-                    const char *source_name, struct image_resolved *out, GError **error);
+/* Resolve @request's image: its path, and qemu-nbd for a qemu format, or
+ * fail in one line, exit 3, naming the path, or qemu-nbd or qemu-img and
+ * the Debian package when they are not installed.  Free @out with
+ * image_resolved_clear. */
+bool image_resolve (const struct image_request *request, struct image_resolved *out,
+                    GError **error);
 void image_resolved_clear (struct image_resolved *r);
 
 #endif

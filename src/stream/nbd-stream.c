@@ -165,9 +165,16 @@ resolve_image_path (struct nbd_stream_options *o, struct image_resolved *image,
 
   if (!image_is_path (*path))
     return true;
-  if (!image_resolve (*path, writing, writing ? o->dst_format : o->src_format,
-                      o->source_name, image, error))
+  struct image_request request = {
+    .path = *path, .writing = writing, .format = writing ? o->dst_format : o->src_format,
+    .source_name = o->source_name, .create_size = o->create_size,
+  };
+
+  if (!image_resolve (&request, image, error))
     return false;
+  /* A new image reads as zeros: the ZERO records need no writes. */
+  if (image->created && !o->delta)
+    o->destination_is_zero = true;
   if (o->image_name == NULL || *path == o->image_name)
     o->image_name = image->path;
   *path = image->path;

@@ -39,6 +39,9 @@ struct nbd_stream_options {
   const char *src_format;     /* --src-format: a SOURCE path's qemu format;
                                  NULL or "auto": found from its header */
   const char *dst_format;     /* --dst-format: a DEST path's; NULL: raw */
+  uint64_t create_size;       /* --create-size: a DEST path in a qemu format
+                                 that does not exist is created this large;
+                                 0: it must exist */
   const char *source_name;    /* --source-name: what a DEST path that is a
                                  directory takes after it (ferry copy's
                                  basename of SRC) */
