@@ -323,8 +323,10 @@ setup_remote_copy (struct ferry_options *options, const struct image_arg *src,
     o->remote_send = src->path;
     o->receive = dst->path;
   }
-  /* qemu-nbd takes a write lock: one writer per image. */
-  if (o->dst_format && strcmp (o->dst_format, "raw") != 0)
+  /* qemu-nbd takes a write lock: one writer per image.  More streams are
+   * checked by their digests: --no-verify, unless told, means one. */
+  if ((o->dst_format && strcmp (o->dst_format, "raw") != 0) ||
+      (o->no_verify && o->streams == 0))
     o->streams = 1;
 }
 
@@ -335,7 +337,7 @@ copy_main (struct ferry_options *options, char **args, int n_args)
   struct nbd_stream_options *o = &options->stream;
   g_autoptr (GError) error = NULL;
   g_autofree char *path = NULL, *source_name = NULL;
-  int rc = FERRY_EXIT_USAGE;
+  int rc = FERRY_EXIT_OK;
 
   if (n_args != 2)
     ferry_set_error (&error, FERRY_EXIT_USAGE, "ferry copy takes SRC and DST (see ferry copy "
@@ -349,13 +351,17 @@ copy_main (struct ferry_options *options, char **args, int n_args)
     else
       setup_local_copy (o, &src, &dst, &path, &error);
   }
-  if (error == NULL)
-    rc = o->remote_send || o->remote_receive ? nbd_remote_main (options) : run_local_copy (o);
-  else
+  if (error == NULL && nbd_remote_requested (o) && nbd_stream_validate (o, &error))
+    rc = nbd_remote_main (options);
+  else if (error == NULL && !nbd_remote_requested (o))
+    rc = run_local_copy (o);
+  if (error) {
     ferry_error ("%s", error->message);
+    rc = error->code;
+  }
   image_arg_clear (&src);
   image_arg_clear (&dst);
-  return error ? error->code : rc;
+  return rc;
 }
 
 /* --- ferry digest --- */
