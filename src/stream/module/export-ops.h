@@ -8,6 +8,10 @@
 #ifndef FERRY_EXPORT_OPS_H
 #define FERRY_EXPORT_OPS_H
 
+#ifdef FERRY_EXECUTABLE
+#error "libnbd.h belongs to the stream module: ferry's executable must not include it"
+#endif
+
 #include <glib.h>
 #include <libnbd.h>
 #include <stdbool.h>

@@ -66,7 +66,7 @@ struct nbd_conn *nbd_export_pick (struct nbd_export *e);
  * is issued (@done, which must decrement its in_flight, may run from
  * inside this call: libnbd retires the command at once if the connection
  * dies as it goes out).  False, with *@conn NULL and *@error (an errno)
- * set, if libnbd refused it; then @done is not called. */
+ * set, if the export refused it; then @done is not called. */
 bool nbd_export_pread (struct nbd_export *e, uint8_t *buf, uint64_t length, uint64_t offset,
                        struct nbd_conn **conn, nbd_completion_callback done, int *error);
 /* The completion of the struct nbd_command @data (a completion callback,
