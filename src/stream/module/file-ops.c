@@ -313,8 +313,8 @@ file_resize (struct nbd_export *e, uint64_t size, GError **error)
   struct file_kind *f = e->kind;
 
   if (ftruncate (f->fd, size) == -1) {
-    g_set_error (error, FERRY_ERROR, FERRY_EXIT_NBD, "%s: cannot make it %" PRIu64
-                 " bytes: %s", e->name, size, g_strerror (errno));
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_NBD, "%s: cannot truncate it to %"
+                 PRIu64 " bytes: %s", e->name, size, g_strerror (errno));
     return false;
   }
   e->size = size;
