@@ -99,8 +99,9 @@ static const char description[] =
   "    command (upload, download), the remote half run by --remote-helper;\n"
   "    --streams=N (default 4) copies ranges of the image over N ssh channels at once\n"
   "  ferry --nbd-send=SRC > disk.stream    sparse backup; restore with\n"
-  "  ferry --nbd-receive=DST < disk.stream; ferry --nbd-digest=URI checks it.\n"
-  "  SRC/DST: an NBD URI (nbd://, nbd+unix://, nbds://...) or '[ CMD ARGS... ]'.\n"
+  "  ferry --nbd-receive=DST < disk.stream; ferry --nbd-digest=IMAGE checks it.\n"
+  "  SRC/DST: an NBD URI (nbd://, nbd+unix://, nbds://...), '[ CMD ARGS... ]',\n"
+  "  or a local file or block device (read and written with no NBD server).\n"
   "\n"
   "Exit codes:\n"
   "  0 success, 1 any failure (nc and virt-ssh-helper only),\n"
@@ -401,10 +402,11 @@ static const struct option {
     "With --nbd, give up if the server has not greeted in SECS (default 30; 0: never)" },
 
   { "nbd-send", 0, GROUP_STREAM, parse_string, FIELD (options.stream.send), "SOURCE",
-    "Write the NBD export SOURCE (a URI, or '[ CMD ARGS... ]') to stdout as a "
-    "sparse, verified stream" },
+    "Write the NBD export SOURCE (a URI, '[ CMD ARGS... ]', or a local file or "
+    "block device) to stdout as a sparse, verified stream" },
   { "nbd-receive", 0, GROUP_STREAM, parse_string, FIELD (options.stream.receive), "DEST",
-    "Apply a stream from stdin to the NBD export DEST (a URI, or '[ CMD ARGS... ]')" },
+    "Apply a stream from stdin to the NBD export DEST (a URI, '[ CMD ARGS... ]', or "
+    "a local file or block device)" },
   { "remote-nbd-receive", 0, GROUP_STREAM, parse_string, FIELD (options.stream.remote_receive),
     "DEST", "With --nbd-send and ADDRESS ssh://[USER@]HOST[:PORT]: copy SOURCE to the "
     "export DEST on HOST, applied by the remote ferry (--remote-helper)" },
@@ -419,8 +421,9 @@ static const struct option {
     "the destination's (a resumed or refreshed copy)" },
   { "ranged", 0, GROUP_STREAM, parse_set, FIELD (options.stream.ranged), NULL,
     "With --nbd-send/--nbd-receive: the ranged stream of --streams (the remote half)" },
-  { "nbd-digest", 0, GROUP_STREAM, parse_string, FIELD (options.stream.digest), "URI",
-    "Print the block-hash digest (SHA-256, 64 KiB blocks) of an NBD export" },
+  { "nbd-digest", 0, GROUP_STREAM, parse_string, FIELD (options.stream.digest), "IMAGE",
+    "Print the block-hash digest (SHA-256, 64 KiB blocks) of an NBD export, a local "
+    "file or a block device" },
   { "src-format", 0, GROUP_STREAM, parse_string, FIELD (options.stream.src_format), "FORMAT",
     "A SOURCE path's format: auto (the default: from its header), raw, or one of "
     "qemu's (qcow2, vmdk, vdi, vhdx, vpc, qed), served by qemu-nbd" },

@@ -49,6 +49,9 @@ assert_completes "ferry --comp" --compat=
 assert_completes "ferry --compat=" nc virt-ssh-helper
 assert_completes "ferry --nbd-r" --nbd-readonly --nbd-receive=
 assert_completes "ferry --progress=a" always auto
+# SOURCE, DEST and IMAGE may be local files.
+assert_completes "ferry --nbd-send=$T/dir/a" "$T/dir/a.sock" "$T/dir/ab.sock"
+assert_completes "ferry --nbd-receive $T/dir/b" "$T/dir/b.sock"
 assert_completes "ferry --progress " unix: tcp: fd: ssh:// qemu:///system qemu:///session lxc:///system
 assert_completes "ferry -b " 64K 256K 1M 4M 16M
 assert_completes "ferry un" unix:

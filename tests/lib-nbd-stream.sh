@@ -38,6 +38,22 @@ independent_digest () {  # URI
     rm -f "$T/digest.raw"
 }
 
+# A sparse local image of MIB MiB: COUNT random 256 KiB pieces at random
+# 256 KiB-aligned offsets (a fixed sequence), the rest a hole.
+sparse_image () {  # PATH MIB COUNT
+    local i
+    rm -f "$1"
+    truncate -s "$2M" "$1"
+    RANDOM=7
+    for ((i = 0; i < $3; i++)); do
+        dd if=/dev/urandom of="$1" bs=256K count=1 seek=$((RANDOM % ($2 * 4))) \
+            conv=notrunc status=none
+    done
+}
+
+# KiB allocated to PATH.
+allocated_kib () { du -k "$1" | cut -f1; }
+
 summary_field () {  # FILE KEY: from ferry's -v summary line
     sed -n "s/.* $2=\([^ ]*\).*/\1/p" "$1" | tail -1
 }
@@ -58,18 +74,33 @@ roundtrip () {  # SRC DST [RECEIVE_OPTIONS...]
     check_copy "$src" "$dst"
 }
 
-# The checks of a copy from SRC to DST whose sender's -v summary is in
-# $T/send.err and the receiver's in $T/recv.err.
+# VAR becomes EXPORT if it is a URI, else (a local file) the URI of a
+# read-only nbdkit file server of it: for nbdinfo, which takes no path.
+VIEWS=0
+nbd_view () {  # VAR EXPORT
+    case $2 in
+    *://*) printf -v "$1" %s "$2" ;;
+    *) VIEWS=$((VIEWS + 1))
+       serve "view$VIEWS" -r file "$2"
+       printf -v "$1" %s "$(uri "view$VIEWS")" ;;
+    esac
+}
+
+# The checks of a copy from SRC to DST (URIs or local files) whose
+# sender's -v summary is in $T/send.err and the receiver's in $T/recv.err.
 check_copy () {  # SRC DST
-    local src=$1 dst=$2
-    within 300 qemu-img compare -f raw -F raw "$src" "$dst" >&2 || fail "the copy differs"
+    local src=$1 dst=$2 src_view dst_view
+    nbd_view src_view "$src"
+    nbd_view dst_view "$dst"
+    within 300 qemu-img compare -f raw -F raw "$src_view" "$dst_view" >&2 ||
+        fail "the copy differs"
     local want
-    want=$(independent_digest "$src")
+    want=$(independent_digest "$src_view")
     assert_eq "$want" "$(summary_field "$T/send.err" digest)" "sender's digest"
     assert_eq "$want" "$(summary_field "$T/recv.err" digest)" "receiver's digest"
     assert_eq "$want  $dst" "$("$FERRY" --nbd-digest="$dst")" "--nbd-digest of the destination"
-    nbdinfo --map --json "$src" > "$T/map-src.json"
-    nbdinfo --map --json "$dst" > "$T/map-dst.json"
+    nbdinfo --map --json "$src_view" > "$T/map-src.json"
+    nbdinfo --map --json "$dst_view" > "$T/map-dst.json"
     python3 "$CHECK" holes "$T/map-src.json" "$T/map-dst.json" >&2 || fail "holes differ"
     local data wire
     data=$(summary_field "$T/send.err" data) wire=$(summary_field "$T/send.err" wire)

@@ -63,7 +63,7 @@ nbd_stream_validate (const struct nbd_stream_options *o, GError **error)
     bad = "--remote-nbd-receive goes with --nbd-send, --remote-nbd-send with --nbd-receive";
   else if ((o->remote_send && o->remote_send[0] == '[') ||
            (o->remote_receive && o->remote_receive[0] == '['))
-    bad = "the remote export must be a URI, not '[ CMD ARGS... ]'";
+    bad = "the remote export must be a URI or a path, not '[ CMD ARGS... ]'";
   else if (o->raw && (o->remote_send || o->remote_receive))
     bad = "--raw does not go with --remote-nbd-send or --remote-nbd-receive";
   else if (strcmp (uri, "[") == 0 && !o->command)

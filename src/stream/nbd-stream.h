@@ -30,7 +30,7 @@
 struct nbd_stream_options {
   const char *send;           /* --nbd-send=SOURCE */
   const char *receive;        /* --nbd-receive=DEST */
-  const char *digest;         /* --nbd-digest=URI */
+  const char *digest;         /* --nbd-digest=IMAGE */
   const char *remote_send;    /* --remote-nbd-send=SOURCE: on the ssh:// host */
   const char *remote_receive; /* --remote-nbd-receive=DEST: on the ssh:// host */
   char **command;             /* with SOURCE/DEST/URI '[': the server command

@@ -1,5 +1,7 @@
-/* ferry: the stream module's NBD exports (nbd-export.c): the connections
- * to one export on the glib main loop, and the commands issued on them. */
+/* ferry: the stream module's exports (nbd-export.c): the connections to
+ * one export on the glib main loop, and the commands issued on them.  An
+ * export is an NBD server or a local file or block device, each kind
+ * behind its ops (export-ops.h). */
 #ifndef FERRY_NBD_EXPORT_H
 #define FERRY_NBD_EXPORT_H
 
@@ -12,12 +14,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "export-ops.h"
 #include "nbd-stream.h"
 
-/* One libnbd connection on the glib main loop (nbd-aio-source.c). */
+/* One connection to the export, where commands are issued. */
 struct nbd_conn {
-  struct nbd_handle *nbd;
-  GSource *source;
+  struct nbd_handle *nbd;     /* the NBD kind's libnbd handle; NULL for a file */
+  GSource *source;            /* the NBD kind's, driving @nbd (nbd-aio-source.c) */
   unsigned in_flight;         /* commands issued and not yet completed */
 };
 
@@ -31,21 +34,30 @@ struct nbd_command {
 
 /* The connections to one export (nbd-export.c). */
 struct nbd_export {
-  const char *name;           /* the URI or the command, for messages */
-  struct nbd_conn conn[NBD_STREAM_MAX_CONNECTIONS];
-  unsigned n_conns;
-  uint64_t size;
+  const struct export_ops *ops;  /* its kind: nbd_export_ops or file_export_ops */
+  void *kind;                 /* the kind's own state (the file kind's), or NULL */
+  const char *name;           /* the URI, the command or the path, for messages */
+  struct nbd_conn conn[NBD_STREAM_MAX_CONNECTIONS];  /* the first n_conns */
+  unsigned n_conns;           /* connections open: 1 for a command or a file */
+  uint64_t size;              /* bytes */
   uint32_t request_size;      /* clamped to the server's limits */
-  bool can_zero, can_fast_zero, can_flush, has_map;
+  bool can_zero;              /* ops->zero works (else write zeros) */
+  bool can_fast_zero;         /* the server zeroes fast (NBD) */
+  bool can_flush;             /* ops->flush works */
+  bool can_multi_conn;        /* one connection's flush makes every one's
+                                 writes durable */
+  bool has_map;               /* ops->block_status gives an allocation map */
+  bool resizable;             /* ops->resize works: a regular file */
   GError *lost;               /* the first connection failure, if any */
   bool *kicked;               /* set when a connection fails: the copy loop's
                                  kick flag (nbd_kick_source_new) */
 };
 
-/* Open the export (more connections only with
- * multi-conn, never for a command), and set it up for the copy. */
+/* Open the export @name, of the NBD kind for a command or a URI
+ * (containing "://"), else of the file kind (more connections only with
+ * multi-conn, never for a command or a file), and set it up for the copy. */
 bool nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
-                      const char *uri, bool writing, GError **error);
+                      const char *name, bool writing, GError **error);
 void nbd_export_close (struct nbd_export *e);
 /* The connection with the fewest commands in flight. */
 struct nbd_conn *nbd_export_pick (struct nbd_export *e);
@@ -54,15 +66,15 @@ struct nbd_conn *nbd_export_pick (struct nbd_export *e);
  * is issued (@done, which must decrement its in_flight, may run from
  * inside this call: libnbd retires the command at once if the connection
  * dies as it goes out).  False, with *@conn NULL and *@error (an errno)
- * set, if libnbd refused it; then @done is not called. */
+ * set, if the export refused it; then @done is not called. */
 bool nbd_export_pread (struct nbd_export *e, uint8_t *buf, uint64_t length, uint64_t offset,
                        struct nbd_conn **conn, nbd_completion_callback done, int *error);
-/* The completion of the struct nbd_command @data (a libnbd completion
- * callback, with the handle locked, or a part of one): done, its errno,
+/* The completion of the struct nbd_command @data (a completion callback,
+ * on the main loop and maybe with a libnbd handle locked, or a part of one): done, its errno,
  * one command less on its connection, and the owner kicked. */
 int nbd_command_done (void *data, int *error);
-/* Shut down every connection that is still up (the receiver flushed them
- * on the main loop before). */
+/* The end of a copy that succeeded: shut down every NBD connection that is
+ * still up (the receiver flushed them on the main loop before). */
 void nbd_export_finish (struct nbd_export *e);
 unsigned nbd_export_in_flight (const struct nbd_export *e);
 

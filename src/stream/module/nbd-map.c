@@ -1,4 +1,6 @@
-/* ferry: the allocation map ahead of a reader (nbd-map.h). */
+/* ferry: the allocation map ahead of a reader (nbd-map.h), from the
+ * export's block status (export-ops.h: an NBD server's base:allocation,
+ * or a file's SEEK_DATA and SEEK_HOLE). */
 #include <config.h>
 
 #include <inttypes.h>
@@ -71,22 +73,26 @@ map_done (void *data, int *error)
 static void
 ask_map (struct nbd_map *m)
 {
-  struct nbd_conn *c = &m->export->conn[0];
+  struct nbd_export *e = m->export;
+  struct nbd_conn *c = &e->conn[0];
   uint64_t count = MIN (NBD_STREAM_MAP_WINDOW, m->limit - m->end);
+  int error;
 
   m->asked = m->end + count;
   m->pending = true;
   c->in_flight++;
   (*m->requests)++;
-  if (nbd_aio_block_status (c->nbd, count, m->end,
-                            (nbd_extent_callback) { .callback = extent_entries, .user_data = m },
-                            (nbd_completion_callback) { .callback = map_done, .user_data = m },
-                            0) == -1) {
+  if (!e->ops->block_status (e, c, count, m->end,
+                             (nbd_extent_callback) { .callback = extent_entries,
+                                                     .user_data = m },
+                             (nbd_completion_callback) { .callback = map_done,
+                                                         .user_data = m },
+                             &error)) {
     c->in_flight--;
     m->pending = false;
     m->done (m->data, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
                                    "%s: block status at offset %" PRIu64 ": %s",
-                                   m->export->name, m->end, nbd_get_error ()));
+                                   e->name, m->end, g_strerror (error)));
   }
 }
 

@@ -74,7 +74,8 @@ struct receiver {
   struct stream_parser parser;
   bool header_seen, end_seen;
   bool truncated;             /* the failure: stdin ended before the END record */
-  uint64_t size;              /* the image's size: the stream's, or (raw) the export's */
+  uint64_t size;              /* the image's size: the stream's, or (raw) the export's
+                                 (UINT64_MAX: a regular file, which grows) */
   struct payload *record;     /* the DATA record (raw: the piece) being filled */
   uint64_t record_offset, record_length, record_have;
   uint64_t zero_pos, zero_end;   /* a ZERO range still to issue */
@@ -144,9 +145,10 @@ static void
 issue_on (struct receiver *r, struct nbd_conn *conn, enum command command, uint64_t offset,
           uint64_t length, struct payload *payload, const uint8_t *data)
 {
+  struct nbd_export *e = &r->export;
   struct command_req *c = g_new0 (struct command_req, 1);
   nbd_completion_callback done = { .callback = nbd_command_done, .user_data = &c->io };
-  int64_t cookie;
+  bool issued = false;
 
   c->command = command;
   c->offset = offset;
@@ -160,16 +162,21 @@ issue_on (struct receiver *r, struct nbd_conn *conn, enum command command, uint6
     r->in_flight += length;
   }
   r->stats.requests++;
-  if (command == CMD_ZERO)
-    cookie = nbd_aio_zero (conn->nbd, length, offset, done,
-                           r->options->allocated ? LIBNBD_CMD_FLAG_NO_HOLE : 0);
-  else if (command == CMD_FLUSH)
-    cookie = nbd_aio_flush (conn->nbd, done, 0);
-  else
-    cookie = nbd_aio_pwrite (conn->nbd, data, length, offset, done, 0);
-  if (cookie == -1) {
+  switch (command) {
+  case CMD_ZERO:
+    issued = e->ops->zero (e, conn, length, offset, r->options->allocated, done,
+                           &c->io.error);
+    break;
+  case CMD_FLUSH:
+    issued = e->ops->flush (e, conn, done, &c->io.error);
+    break;
+  case CMD_WRITE:
+  case CMD_WRITE_ZEROS:
+    issued = e->ops->pwrite (e, conn, data, length, offset, done, &c->io.error);
+    break;
+  }
+  if (!issued) {
     c->io.done = true;
-    c->io.error = nbd_get_errno () ? nbd_get_errno () : EIO;
     conn->in_flight--;
   }
   g_queue_push_tail (&r->commands, c);
@@ -190,6 +197,12 @@ static void
 issue_flushes (struct receiver *r)
 {
   r->flushing = true;
+  /* --raw into a regular file: it ends with the bytes received. */
+  if (r->options->raw && r->export.resizable && r->end_seen && !r->error) {
+    GError *error = NULL;
+    if (!r->export.ops->resize (&r->export, r->raw_pos, &error))
+      set_failure (r, error);
+  }
   for (unsigned i = 0; r->export.can_flush && i < r->export.n_conns; i++)
     issue_on (r, &r->export.conn[i], CMD_FLUSH, r->applied_to, 0, NULL, NULL);
 }
@@ -448,6 +461,14 @@ check_header (struct receiver *r)
   const struct stream_header *h = &r->parser.header;
 
   r->size = h->size;
+  /* A regular file ends with the image's size, larger or smaller. */
+  if (r->export.resizable && h->size != r->export.size) {
+    GError *error = NULL;
+    if (!r->export.ops->resize (&r->export, h->size, &error)) {
+      set_failure (r, error);
+      return false;
+    }
+  }
   if (h->size > r->export.size) {
     set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_TOO_SMALL,
                                  "%s is %" PRIu64 " bytes, smaller than the stream's "
@@ -463,7 +484,7 @@ check_header (struct receiver *r)
                                    h->block_size));
       return false;
     }
-    if (r->options->verbose && !nbd_can_multi_conn (r->export.conn[0].nbd))
+    if (r->options->verbose && !r->export.can_multi_conn)
       ferry_report ("%s does not advertise multi-conn: the writes of each stream are "
                      "durable once its own connection has flushed, at the end",
                      r->export.name);
@@ -820,7 +841,8 @@ sample_progress (struct progress_counter *counters, void *data)
   const struct receiver *r = data;
 
   counters[0].bytes = r->applied_to;
-  counters[0].total = r->size ? r->size : r->export.size;
+  /* --raw into a regular file: of no size known before the end. */
+  counters[0].total = r->size == UINT64_MAX ? 0 : r->size ? r->size : r->export.size;
   counters[1].bytes = r->stats.data_bytes;
   counters[2].bytes = r->stats.zero_bytes;
 }
@@ -859,7 +881,8 @@ nbd_receive_main (const struct nbd_stream_options *options)
   r.progress = nbd_stream_progress_new (options, sample_progress, &r);
   r.stats.start_us = g_get_monotonic_time ();
   if (options->raw) {
-    r.size = r.export.size;
+    /* A regular file grows as written, and ends with what came. */
+    r.size = r.export.resizable ? UINT64_MAX : r.export.size;
     r.hashing = options->verbose && blkhash_init (&r.hash, r.size, STREAM_BLOCK_SIZE);
     if (r.hashing)
       blkhash_start_worker (&r.hash, &r.kicked);

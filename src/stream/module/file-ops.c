@@ -1,0 +1,429 @@
+/* ferry: the file kind of export (export-ops.h): a regular file or a
+ * block device, read and written by ferry itself with no NBD server, as
+ * nbdcopy's file backend (libnbd's copy/file-ops.c).
+ *
+ * The commands run on a small pool of worker threads: pread, pwrite,
+ * fallocate or BLKZEROOUT, fdatasync, and SEEK_DATA/SEEK_HOLE for the
+ * map.  A worker puts each command it ran on a queue and wakes the main
+ * loop through an eventfd; there its callbacks run, as libnbd's would. */
+#include <config.h>
+
+#include <glib-unix.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "export-ops.h"
+#include "gsource-release.h"
+#include "nbd-export.h"
+
+/* Enough to keep a disk's queue busy; the in-flight bounds do the rest. */
+#define WORKERS 4
+/* Zeros written where the file cannot be zeroed otherwise, at a time. */
+#define ZERO_CHUNK (1024 * 1024)
+/* The longest extent that one base:allocation entry holds here. */
+#define MAX_ENTRY (1u << 31)
+
+/* The file kind's state (struct nbd_export's kind). */
+struct file_kind {
+  int fd;
+  bool block_device;          /* else a regular file */
+  GThreadPool *pool;          /* WORKERS threads, running struct file_task */
+  GAsyncQueue *completed;     /* struct file_task that a worker ran */
+  int wake;                   /* an eventfd, written after each push */
+  GSource *wake_source;       /* watches @wake on the main loop: the callbacks */
+  int closing;                /* (atomic) the export closes: the tasks still
+                                 queued are dropped unrun */
+};
+
+enum file_op { FILE_PREAD, FILE_PWRITE, FILE_ZERO, FILE_FLUSH, FILE_MAP };
+
+/* One command, from the ops through a worker back to the main loop. */
+struct file_task {
+  enum file_op op;
+  struct file_kind *f;
+  uint8_t *buf;               /* FILE_PREAD's, FILE_PWRITE's (the caller's) */
+  uint64_t offset, count;
+  bool allocate;              /* FILE_ZERO: not as a hole (--allocated) */
+  GArray *entries;            /* FILE_MAP: uint32_t pairs, length and flags */
+  nbd_extent_callback extent; /* FILE_MAP */
+  nbd_completion_callback done;
+  int error;                  /* the errno, 0 on success */
+};
+
+/* All of @count bytes, retrying short transfers. */
+static int
+transfer (int fd, bool write, uint8_t *buf, uint64_t count, uint64_t offset)
+{
+  while (count > 0) {
+    ssize_t n = write ? pwrite (fd, buf, count, offset) : pread (fd, buf, count, offset);
+    if (n == -1 && errno == EINTR)
+      continue;
+    if (n == -1)
+      return errno;
+    /* A read at the end: the file shrank under the copy. */
+    if (n == 0)
+      return write ? ENOSPC : EIO;
+    buf += n;
+    count -= n;
+    offset += n;
+  }
+  return 0;
+}
+
+static int
+write_zeros (int fd, uint64_t count, uint64_t offset)
+{
+  g_autofree uint8_t *zeros = g_malloc0 (MIN (count, ZERO_CHUNK));
+
+  for (uint64_t n; count > 0; count -= n, offset += n) {
+    int error;
+    n = MIN (count, ZERO_CHUNK);
+    error = transfer (fd, true, zeros, n, offset);
+    if (error)
+      return error;
+  }
+  return 0;
+}
+
+/* This way of zeroing is not there: try the next. */
+static bool
+unsupported (int error)
+{
+  return error == EOPNOTSUPP || error == ENOSYS || error == ENOTTY || error == EINVAL;
+}
+
+/* A block device: BLKZEROOUT.  A regular file: a hole unless @allocate,
+ * else allocated zeros.  Else (or misaligned) written zeros. */
+static int
+zero_range (struct file_kind *f, uint64_t count, uint64_t offset, bool allocate)
+{
+  if (f->block_device) {
+    uint64_t range[2] = { offset, count };
+    if (ioctl (f->fd, BLKZEROOUT, range) == 0)
+      return 0;
+    if (!unsupported (errno))
+      return errno;
+  } else {
+    if (!allocate &&
+        fallocate (f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, count) == 0)
+      return 0;
+    if (!allocate && !unsupported (errno))
+      return errno;
+    if (fallocate (f->fd, FALLOC_FL_ZERO_RANGE, offset, count) == 0)
+      return 0;
+    if (!unsupported (errno))
+      return errno;
+  }
+  return write_zeros (f->fd, count, offset);
+}
+
+static void
+add_extent (GArray *entries, uint64_t length, bool hole)
+{
+  while (length > 0) {
+    uint32_t entry[2] = { MIN (length, MAX_ENTRY),
+                          hole ? LIBNBD_STATE_HOLE | LIBNBD_STATE_ZERO : 0 };
+    g_array_append_vals (entries, entry, 2);
+    length -= entry[0];
+  }
+}
+
+/* The map of [@offset, @offset + @count) of a regular file, from
+ * SEEK_DATA and SEEK_HOLE, as base:allocation's entries. */
+static int
+map_range (struct file_kind *f, uint64_t offset, uint64_t count, GArray *entries)
+{
+  uint64_t end = offset + count;
+
+  while (offset < end) {
+    off_t data = lseek (f->fd, offset, SEEK_DATA), hole;
+    uint64_t next;
+
+    /* ENXIO: only a hole after @offset, to the end of the file. */
+    if (data == -1 && errno != ENXIO)
+      return errno;
+    next = data == -1 ? end : MIN ((uint64_t) data, end);
+    if (next > offset) {
+      add_extent (entries, next - offset, true);
+      offset = next;
+      continue;
+    }
+    hole = lseek (f->fd, offset, SEEK_HOLE);
+    if (hole == -1)
+      return errno;
+    /* Not past @offset: the file changed between the two seeks. */
+    next = (uint64_t) hole > offset ? MIN ((uint64_t) hole, end) : end;
+    add_extent (entries, next - offset, false);
+    offset = next;
+  }
+  return 0;
+}
+
+static void
+run_task (gpointer data, gpointer user_data)
+{
+  struct file_task *t = data;
+  struct file_kind *f = t->f;
+  uint64_t one = 1;
+
+  if (__atomic_load_n (&f->closing, __ATOMIC_ACQUIRE)) {
+    t->error = ECANCELED;
+  } else {
+    switch (t->op) {
+    case FILE_PREAD:
+    case FILE_PWRITE:
+      t->error = transfer (f->fd, t->op == FILE_PWRITE, t->buf, t->count, t->offset);
+      break;
+    case FILE_ZERO:
+      t->error = zero_range (f, t->count, t->offset, t->allocate);
+      break;
+    case FILE_FLUSH:
+      t->error = fdatasync (f->fd) == -1 ? errno : 0;
+      break;
+    case FILE_MAP:
+      t->error = map_range (f, t->offset, t->count, t->entries);
+      break;
+    }
+  }
+  g_async_queue_push (f->completed, t);
+  /* Fails only if the counter would overflow: the main loop wakes anyway. */
+  if (write (f->wake, &one, sizeof one) == -1)
+    return;
+}
+
+static void
+task_free (struct file_task *t)
+{
+  if (t->extent.free)
+    t->extent.free (t->extent.user_data);
+  if (t->done.free)
+    t->done.free (t->done.user_data);
+  if (t->entries)
+    g_array_unref (t->entries);
+  g_free (t);
+}
+
+/* On the main loop: the callbacks of the commands that the workers ran. */
+static gboolean
+on_wake (gint fd, GIOCondition condition, gpointer data)
+{
+  struct file_kind *f = data;
+  struct file_task *t;
+  uint64_t count;
+
+  if (read (fd, &count, sizeof count) == -1 && errno != EAGAIN)
+    return G_SOURCE_CONTINUE;
+  while ((t = g_async_queue_try_pop (f->completed))) {
+    if (t->op == FILE_MAP && !t->error)
+      t->extent.callback (t->extent.user_data, LIBNBD_CONTEXT_BASE_ALLOCATION, t->offset,
+                          (uint32_t *) t->entries->data, t->entries->len, &t->error);
+    t->done.callback (t->done.user_data, &t->error);
+    task_free (t);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static struct file_task *
+task_new (enum file_op op, uint64_t count, uint64_t offset, nbd_completion_callback done)
+{
+  struct file_task *t = g_new0 (struct file_task, 1);
+
+  t->op = op;
+  t->count = count;
+  t->offset = offset;
+  t->done = done;
+  return t;
+}
+
+static bool
+submit (struct nbd_export *e, struct file_task *t, int *error)
+{
+  struct file_kind *f = e->kind;
+
+  t->f = f;
+  /* An exclusive pool's threads are all there: a push does not fail. */
+  if (!g_thread_pool_push (f->pool, t, NULL)) {
+    *error = EAGAIN;
+    g_free (t);
+    return false;
+  }
+  return true;
+}
+
+static bool
+file_pread (struct nbd_export *e, struct nbd_conn *c, void *buf, uint64_t count,
+            uint64_t offset, nbd_completion_callback done, int *error)
+{
+  struct file_task *t = task_new (FILE_PREAD, count, offset, done);
+
+  t->buf = buf;
+  return submit (e, t, error);
+}
+
+static bool
+file_pwrite (struct nbd_export *e, struct nbd_conn *c, const void *buf, uint64_t count,
+             uint64_t offset, nbd_completion_callback done, int *error)
+{
+  struct file_task *t = task_new (FILE_PWRITE, count, offset, done);
+
+  /* Only read from: transfer writes from it. */
+  t->buf = (uint8_t *) buf;
+  return submit (e, t, error);
+}
+
+static bool
+file_zero (struct nbd_export *e, struct nbd_conn *c, uint64_t count, uint64_t offset,
+           bool allocate, nbd_completion_callback done, int *error)
+{
+  struct file_task *t = task_new (FILE_ZERO, count, offset, done);
+
+  t->allocate = allocate;
+  return submit (e, t, error);
+}
+
+static bool
+file_flush (struct nbd_export *e, struct nbd_conn *c, nbd_completion_callback done,
+            int *error)
+{
+  return submit (e, task_new (FILE_FLUSH, 0, 0, done), error);
+}
+
+static bool
+file_block_status (struct nbd_export *e, struct nbd_conn *c, uint64_t count, uint64_t offset,
+                   nbd_extent_callback extent, nbd_completion_callback done, int *error)
+{
+  struct file_task *t = task_new (FILE_MAP, count, offset, done);
+
+  t->extent = extent;
+  t->entries = g_array_new (FALSE, FALSE, sizeof (uint32_t));
+  return submit (e, t, error);
+}
+
+static bool
+file_resize (struct nbd_export *e, uint64_t size, GError **error)
+{
+  struct file_kind *f = e->kind;
+
+  if (ftruncate (f->fd, size) == -1) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_NBD, "%s: cannot truncate it to %"
+                 PRIu64 " bytes: %s", e->name, size, g_strerror (errno));
+    return false;
+  }
+  e->size = size;
+  return true;
+}
+
+/* @fd's size, if it is a regular file or a block device. */
+static bool
+file_size (struct nbd_export *e, int fd, const struct stat *st, uint64_t *size,
+           GError **error)
+{
+  if (S_ISREG (st->st_mode)) {
+    *size = st->st_size;
+    return true;
+  }
+  if (S_ISBLK (st->st_mode) && ioctl (fd, BLKGETSIZE64, size) == 0)
+    return true;
+  g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot open %s: %s", e->name,
+               S_ISBLK (st->st_mode) ? g_strerror (errno)
+               : S_ISDIR (st->st_mode) ? g_strerror (EISDIR)
+               : "not a regular file or a block device");
+  return false;
+}
+
+static bool
+file_open (struct nbd_export *e, const struct nbd_stream_options *options, const char *path,
+           bool writing, GError **error)
+{
+  /* A DEST that is not there becomes a new regular file. */
+  int fd = open (path, writing ? O_RDWR | O_CREAT | O_CLOEXEC : O_RDONLY | O_CLOEXEC, 0666);
+  g_autoptr (GError) pool_error = NULL;
+  struct file_kind *f;
+  struct stat st;
+  uint64_t size;
+
+  if (fd == -1 || fstat (fd, &st) == -1) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot open %s: %s", e->name,
+                 g_strerror (errno));
+    if (fd != -1)
+      close (fd);
+    return false;
+  }
+  if (!file_size (e, fd, &st, &size, error)) {
+    close (fd);
+    return false;
+  }
+  f = g_new0 (struct file_kind, 1);
+  e->kind = f;
+  f->fd = fd;
+  f->block_device = S_ISBLK (st.st_mode);
+  f->completed = g_async_queue_new ();
+  f->wake = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (f->wake == -1) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_FAILURE, "%s: cannot make an eventfd: %s",
+                 e->name, g_strerror (errno));
+    return false;
+  }
+  f->pool = g_thread_pool_new (run_task, f, WORKERS, TRUE, &pool_error);
+  if (!f->pool) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_FAILURE, "%s: cannot start its I/O "
+                 "threads: %s", e->name, pool_error->message);
+    return false;
+  }
+  f->wake_source = g_unix_fd_source_new (f->wake, G_IO_IN);
+  g_source_set_callback (f->wake_source, (GSourceFunc) (void (*) (void)) on_wake, f, NULL);
+  g_source_set_name (f->wake_source, "file-export");
+  gsource_attach (f->wake_source);
+
+  e->size = size;
+  e->n_conns = 1;
+  e->can_zero = e->can_flush = e->can_multi_conn = true;
+  /* A block device has no map: every block is read (and scanned). */
+  e->has_map = !f->block_device && (!writing || options->delta) && !options->no_extents;
+  e->resizable = writing && !f->block_device;
+  return nbd_export_set_request_size (e, options->request_size, 0, 0, error);
+}
+
+static void
+file_close (struct nbd_export *e)
+{
+  struct file_kind *f = e->kind;
+  struct file_task *t;
+
+  if (!f)
+    return;
+  if (f->pool) {
+    __atomic_store_n (&f->closing, 1, __ATOMIC_RELEASE);
+    /* Waits for the commands being run; the rest are dropped unrun. */
+    g_thread_pool_free (f->pool, FALSE, TRUE);
+  }
+  while ((t = g_async_queue_try_pop (f->completed)))
+    task_free (t);
+  g_async_queue_unref (f->completed);
+  if (f->wake_source)
+    gsource_release (f->wake_source);
+  if (f->wake != -1)
+    close (f->wake);
+  close (f->fd);
+  g_free (f);
+  e->kind = NULL;
+}
+
+const struct export_ops file_export_ops = {
+  .open = file_open,
+  .pread = file_pread,
+  .pwrite = file_pwrite,
+  .zero = file_zero,
+  .flush = file_flush,
+  .block_status = file_block_status,
+  .resize = file_resize,
+  .close = file_close,
+};
