@@ -16,7 +16,7 @@
 #include "error.h"
 #include "message.h"
 #include "nbd-block-digests.h"
-#include "nbd-export.h"
+#include "export-open.h"
 
 static void
 on_digests (struct nbd_block_digests *d, const GError *error, void *data)

@@ -51,7 +51,7 @@ image_format_probe (const char *path, GError **error)
   }
   n = pread (fd, header, sizeof header, 0);
   if (n < 0) {
-    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot read %s: %s", path, g_strerror (errno));
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", path, g_strerror (errno));
     close (fd);
     return NULL;
   }

@@ -1,5 +1,5 @@
-/* ferry: open an export for stream mode, of the kind its name says
- * (export-ops.h), and what the copy loops share over its connections. */
+/* ferry: what the copy loops share over an export's connections, of any
+ * kind (export-ops.h; export-open.c opens one). */
 #include <config.h>
 
 #include "nbd-export.h"
@@ -31,18 +31,6 @@ nbd_export_set_request_size (struct nbd_export *e, uint64_t wanted, int64_t pref
   }
   e->request_size = size;
   return true;
-}
-
-bool
-nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
-                 const char *name, bool writing, GError **error)
-{
-  bool nbd = options->command || strstr (name, "://");
-
-  e->ops = nbd ? &nbd_export_ops : &file_export_ops;
-  e->name = options->image_name ? options->image_name
-           : options->command ? options->command[0] : name;
-  return e->ops->open (e, options, name, writing, error);
 }
 
 struct nbd_conn *

@@ -53,11 +53,6 @@ struct nbd_export {
                                  kick flag (nbd_kick_source_new) */
 };
 
-/* Open the export @name, of the NBD kind for a command or a URI
- * (containing "://"), else of the file kind (more connections only with
- * multi-conn, never for a command or a file), and set it up for the copy. */
-bool nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
-                      const char *name, bool writing, GError **error);
 void nbd_export_close (struct nbd_export *e);
 /* The connection with the fewest commands in flight. */
 struct nbd_conn *nbd_export_pick (struct nbd_export *e);

@@ -27,7 +27,7 @@
 #include "nbd-block-digests.h"
 #include "nbd-ranges.h"
 #include "nbd-aio-source.h"
-#include "nbd-export.h"
+#include "export-open.h"
 #include "nbd-receive.h"
 #include "nbd-stream-format.h"
 #include "progress.h"

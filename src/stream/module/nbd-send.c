@@ -32,7 +32,7 @@
 #include "nbd-ranges.h"
 #include "nbd-read-queue.h"
 #include "nbd-aio-source.h"
-#include "nbd-export.h"
+#include "export-open.h"
 #include "nbd-send.h"
 #include "nbd-stream-format.h"
 #include "progress.h"
