@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# ferry copy of raw files on this host, as cp --sparse=always and nbdcopy
+# would: 1 GiB with about 10% data into a DST that does not exist (the
+# bytes equal, the SEEK_DATA map equal, the digest equal to python3's);
+# a DST smaller and one larger (each ends with SRC's size), a directory
+# (DST/basename(SRC)), the same file (refused, also through a hard link),
+# a missing SRC and a missing DST directory (one line, exit 3, nothing
+# created); a loop device as SRC and as DST; ferry digest of a file, a
+# device and an NBD URI, equal to the reference.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-nbd-stream.sh"
+M=$((1024 * 1024))
+sparse_image "$T/a.img" 1024 410
+SIZE=$(stat -c %s "$T/a.img")
+want=$(python3 "$CHECK" digest "$T/a.img" "$SIZE")
+
+data_map () {  # FILE: its data extents, SEEK_DATA/SEEK_HOLE, one "start end" a line
+    python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size, pos = os.fstat(fd).st_size, 0
+while pos < size:
+    try:
+        start = os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError:
+        break
+    pos = os.lseek(fd, start, os.SEEK_HOLE)
+    print(start, pos)' "$1"
+}
+copy_ok () {  # SRC DST WHAT
+    within 120 "$FERRY" copy "$1" "$2" 2> "$T/err" || fail "$3: $(cat "$T/err")"
+    [ ! -s "$T/err" ] || fail "$3: ferry said: $(cat "$T/err")"
+}
+copy_fails () {  # CODE MESSAGE SRC DST: one line, the code
+    local code=$1 message=$2 rc=0; shift 2
+    within 60 "$FERRY" copy "$@" 2> "$T/err" || rc=$?
+    assert_eq "$code" "$rc" "exit code of ferry copy $*"
+    assert_eq "ferry: $message" "$(cat "$T/err")" "message of ferry copy $*"
+}
+
+# Into a new DST.
+copy_ok "$T/a.img" "$T/b.img" "into a new DST"
+cmp "$T/a.img" "$T/b.img" || fail "the copy differs"
+[ "$(data_map "$T/a.img" | wc -l)" -gt 100 ] || fail "the image has too few data extents"
+assert_eq "$(data_map "$T/a.img")" "$(data_map "$T/b.img")" "the copy's SEEK_DATA map"
+assert_eq "$want  $T/b.img" "$("$FERRY" digest "$T/b.img")" "ferry digest of the copy"
+
+# Into a smaller DST (grown) and a larger one (truncated), holding data.
+head -c $((3 * M)) /dev/urandom > "$T/small.img"
+copy_ok "$T/a.img" "$T/small.img" "into a smaller DST"
+cmp "$T/a.img" "$T/small.img" || fail "the copy into a smaller DST differs"
+truncate -s $((2 * SIZE)) "$T/large.img"
+head -c $M /dev/urandom | dd of="$T/large.img" bs=1M seek=$((SIZE / M + 10)) conv=notrunc status=none
+head -c $M /dev/urandom | dd of="$T/large.img" bs=1M seek=1 conv=notrunc status=none
+copy_ok "$T/a.img" "$T/large.img" "into a larger DST"
+assert_eq "$SIZE" "$(stat -c %s "$T/large.img")" "the larger DST's size after the copy"
+cmp "$T/a.img" "$T/large.img" || fail "the copy into a larger DST differs"
+
+# A directory: DST/basename(SRC).
+mkdir "$T/dir"
+copy_ok "$T/a.img" "$T/dir" "into a directory"
+cmp "$T/a.img" "$T/dir/a.img" || fail "the copy into a directory differs"
+
+# Refused: the same file (a hard link; SRC's own directory), a missing SRC, a missing DST directory.
+ln "$T/b.img" "$T/b-link.img"
+copy_fails 2 "$T/b.img and $T/b-link.img are the same file" "$T/b.img" "$T/b-link.img"
+copy_fails 2 "$T/a.img and $T/a.img are the same file" "$T/a.img" "$T"
+copy_fails 3 "cannot open $T/none.img: No such file or directory" "$T/none.img" "$T/c.img"
+[ ! -e "$T/c.img" ] || fail "a DST was created for a missing SRC"
+copy_fails 3 "cannot open $T/nodir/c.img: No such file or directory" "$T/a.img" "$T/nodir/c.img"
+
+# ferry digest: a file, an NBD URI, one line each, as sha256sum.
+serve a -r file "$T/a.img"
+assert_eq "$want  $T/a.img
+$want  $(uri a)" "$("$FERRY" digest "$T/a.img" "$(uri a)")" "ferry digest of a file and a URI"
+rc=0
+"$FERRY" digest "$T/none.img" "$T/a.img" > "$T/out" 2> "$T/err" || rc=$?
+assert_eq 3 "$rc" "ferry digest with a missing image: the first failure's code"
+assert_eq "$want  $T/a.img" "$(cat "$T/out")" "ferry digest goes on past a missing image"
+
+# A loop device as DST, then as SRC, and its digest.
+if command -v losetup > /dev/null && [ -e /dev/loop-control ] &&
+       head -c $((64 * M)) /dev/urandom > "$T/dev.img" &&
+       dev=$(losetup -f --show "$T/dev.img" 2>/dev/null); then
+    cleanup_fn losetup -d "$dev"
+    sparse_image "$T/small-src.img" 64 26
+    copy_ok "$T/small-src.img" "$dev" "into a loop device"
+    cmp "$T/small-src.img" "$dev" || fail "the copy into $dev differs"
+    rm -f "$T/back.img"
+    copy_ok "$dev" "$T/back.img" "out of a loop device"
+    cmp "$T/small-src.img" "$T/back.img" || fail "the copy out of $dev differs"
+    assert_eq "$(python3 "$CHECK" digest "$T/small-src.img" $((64 * M)))  $dev" \
+        "$("$FERRY" digest "$dev")" "ferry digest of $dev"
+    copy_fails 23 "$dev is 67108864 bytes, smaller than the stream's image of $SIZE bytes" \
+        "$T/a.img" "$dev"
+else
+    echo "no loop device here (losetup or /dev/loop-control missing, or no free device): skipped that part" >&2
+fi
