@@ -14,19 +14,6 @@ sparse_image "$T/a.img" 1024 410
 SIZE=$(stat -c %s "$T/a.img")
 want=$(python3 "$CHECK" digest "$T/a.img" "$SIZE")
 
-data_map () {  # FILE: its data extents, SEEK_DATA/SEEK_HOLE, one "start end" a line
-    python3 -c '
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-size, pos = os.fstat(fd).st_size, 0
-while pos < size:
-    try:
-        start = os.lseek(fd, pos, os.SEEK_DATA)
-    except OSError:
-        break
-    pos = os.lseek(fd, start, os.SEEK_HOLE)
-    print(start, pos)' "$1"
-}
 copy_ok () {  # SRC DST WHAT
     within 120 "$FERRY" copy "$1" "$2" 2> "$T/err" || fail "$3: $(cat "$T/err")"
     [ ! -s "$T/err" ] || fail "$3: ferry said: $(cat "$T/err")"

@@ -51,6 +51,20 @@ sparse_image () {  # PATH MIB COUNT
     done
 }
 
+data_map () {  # FILE: its data extents, SEEK_DATA/SEEK_HOLE, one "start end" a line
+    python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size, pos = os.fstat(fd).st_size, 0
+while pos < size:
+    try:
+        start = os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError:
+        break
+    pos = os.lseek(fd, start, os.SEEK_HOLE)
+    print(start, pos)' "$1"
+}
+
 # KiB allocated to PATH.
 allocated_kib () { du -k "$1" | cut -f1; }
 

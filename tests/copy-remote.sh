@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# ferry copy of raw files to and from another host (the test sshd), as
+# scp's HOST:PATH: an upload and a download with --streams=1 and 4 (the
+# bytes and the holes kept); --delta into the remote file after 1% of its
+# blocks changed sends exactly those blocks; hostile remote paths (quotes,
+# $(...), ';', a leading '-', a newline, `...`) arrive as one literal
+# path; a remote directory (DIR/ and DIR) takes SRC's name; and a
+# far host without qemu-nbd: one line that names it, exit 30.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-sshd.sh"
+. "$(dirname "$0")/lib-nbd-stream.sh"
+start_sshd main /usr/bin:/bin
+ssh_config () {  # NAME PORT: a Host entry for the test sshd in ferry's ~/.ssh/config
+    cat >> "$SSH_HOME/.ssh/config" <<CONFIG
+Host $1
+    HostName 127.0.0.1
+    Port $2
+    User $(id -un)
+    IdentityFile $SSH_KEY
+CONFIG
+}
+ssh_config testhost "$SSHD_PORT"
+copy () {  # ARGS...: ferry copy through the test sshd, ferry as the remote helper
+    within 120 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" copy --remote-helper="$FERRY" "$@"
+}
+sparse_image "$T/a.img" 256 256
+mkdir "$T/far"
+
+for streams in 1 4; do
+    rm -f "$T/far/up.img" "$T/down.img"
+    copy --streams=$streams "$T/a.img" "testhost:$T/far/up.img" || fail "upload, --streams=$streams"
+    cmp "$T/a.img" "$T/far/up.img" || fail "upload, --streams=$streams: the copy differs"
+    assert_eq "$(data_map "$T/a.img")" "$(data_map "$T/far/up.img")" \
+        "upload, --streams=$streams: the SEEK_DATA map"
+    copy --streams=$streams "testhost:$T/far/up.img" "$T/down.img" || fail "download, --streams=$streams"
+    cmp "$T/a.img" "$T/down.img" || fail "download, --streams=$streams: the copy differs"
+    assert_eq "$(data_map "$T/a.img")" "$(data_map "$T/down.img")" \
+        "download, --streams=$streams: the SEEK_DATA map"
+done
+
+# 1% of the 4096 blocks change (41, one byte each, in data and in holes).
+for i in $(seq 0 40); do
+    printf 'x' | dd of="$T/a.img" bs=1 seek=$((i * 100 * 65536 + i)) conv=notrunc status=none
+done
+copy --delta -v "$T/a.img" "testhost:$T/far/up.img" 2> "$T/err" || fail "--delta: $(cat "$T/err")"
+cmp "$T/a.img" "$T/far/up.img" || fail "--delta: the copy differs"
+assert_contains "$T/err" "ferry: delta: compared=4096 blocks, sent=41 " "--delta: blocks sent"
+
+# Hostile remote names: each one literal path (no '/': the shell's
+# expansions would change the name, and cmp would find no such file).
+hostile=("a b'c\"d\$(id);e" "-lead" "semi;id" "new
+line" "back\`id\`tick \$HOME")
+for name in "${hostile[@]}"; do
+    copy --streams=2 "$T/a.img" "testhost:$T/far/$name" || fail "upload to '$name'"
+    cmp "$T/a.img" "$T/far/$name" || fail "upload to '$name': the copy differs"
+done
+assert_eq ${#hostile[@]} "$(find "$T/far" -mindepth 1 -maxdepth 1 ! -name up.img -printf x | wc -c)" \
+    "files made by the hostile uploads"
+
+# A remote directory, with and without the slash: DIR/basename(SRC).
+mkdir "$T/far/d1" "$T/far/d2"
+copy "$T/a.img" "testhost:$T/far/d1/" || fail "upload into DIR/"
+copy "$T/a.img" "testhost:$T/far/d2" || fail "upload into DIR"
+cmp "$T/a.img" "$T/far/d1/a.img" || fail "upload into DIR/: the copy differs"
+cmp "$T/a.img" "$T/far/d2/a.img" || fail "upload into DIR: the copy differs"
+
+# A far host without qemu-nbd: its ferry says so, naming the host.
+mkdir "$T/empty-bin"
+start_sshd bare "$T/empty-bin"
+ssh_config barehost "$SSHD_PORT"
+qemu-img create -q -f qcow2 "$T/far/disk.qcow2" 64M
+rc=0
+copy "barehost:$T/far/disk.qcow2" "$T/disk.img" 2> "$T/err" || rc=$?
+assert_eq 30 "$rc" "a qcow2 SRC on a host without qemu-nbd: exit code"
+assert_eq 1 "$(wc -l < "$T/err")" "a qcow2 SRC on a host without qemu-nbd: one line"
+assert_contains "$T/err" "is qcow2: serving it needs qemu-nbd, which is not installed on $(hostname) (Debian package qemu-utils)" \
+    "a qcow2 SRC on a host without qemu-nbd: the message"
