@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # completion/ferry in bash with bash-completion loaded: the completions of a
-# few partial command lines (options, option values, each address form),
+# few partial command lines (the image commands and their images, options,
+# option values, each address form),
 # and every option of ferry --help offered.
 . "$(dirname "$0")/lib.sh"
 : "${FERRY_SOURCE_ROOT:?}"
@@ -44,6 +45,12 @@ mkdir -p "$T/home/.ssh" "$T/dir"
 printf 'Host ferry-test-host\n    Port 2222\n' > "$T/home/.ssh/config"
 : > "$T/fd-file" > "$T/dir/a.sock" > "$T/dir/ab.sock" > "$T/dir/b.sock"
 
+# The image commands come first; their images are paths or scp's HOST:.
+assert_completes "ferry co" copy
+assert_completes "ferry d" digest
+assert_completes "ferry copy $T/dir/a" "$T/dir/a.sock" "$T/dir/ab.sock"
+assert_offers "ferry copy $T/dir/a.sock ferry-te" ferry-test-host:
+assert_completes "ferry digest --src-format=q" qcow2 qed
 assert_completes "ferry --no-s" --no-shutdown --no-splice
 assert_completes "ferry --comp" --compat=
 assert_completes "ferry --compat=" nc virt-ssh-helper
