@@ -22,12 +22,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "deferred-line.h"
 #include "address.h"
+#include "deferred-line.h"
 #include "endpoint-fd.h"
 #include "endpoint-ssh.h"
 #include "error.h"
-#include "gsource-release.h"
 #include "image-format.h"
 #include "message.h"
 #include "nbd-remote.h"
@@ -439,7 +438,8 @@ digest_one (struct ferry_options *options, const struct image_arg *image)
   if (image->address)
     _exit (remote_digest (options, image));
   options->stream.digest = image->path;
-  options->stream.image_name = image->text;
+  if (image_is_path (image->path))
+    options->stream.image_name = image->text;
   _exit (nbd_stream_main (&options->stream));
 }
 
