@@ -25,8 +25,8 @@ struct pump {
   bool failed;                /* dst failed: src is still read (and dropped)
                                  while the other direction needs its peer to
                                  progress */
-  const char *fail_action;    /* how dst failed ("write to"), and why: */
-  int fail_err;               /* kept for pump_report_failure */
+  const char *fail_action;    /* what failed on dst ("write to", "close") */
+  int fail_err;               /* and its errno, for pump_report_failure */
   bool fail_reported;         /* false: dst's reader went away with nothing
                                  lost, which is no error unless bytes are
                                  dropped after it (relay_finish) */
