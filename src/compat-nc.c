@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "address.h"
 #include "error.h"
 #include "message.h"
 #include "run.h"
@@ -63,14 +64,6 @@ parse_int (const char *what, const char *text, int min, int *out)
   }
   *out = (int) n;
   return true;
-}
-
-/* HOST PORT as a ferry address; IPv6 literals need brackets there. */
-static char *
-tcp_address (const char *host, const char *port)
-{
-  return strchr (host, ':') ? g_strdup_printf ("tcp:[%s]:%s", host, port)
-                            : g_strdup_printf ("tcp:%s:%s", host, port);
 }
 
 /* -z: connect and close at once. */
@@ -164,7 +157,7 @@ compat_nc_main (int argc, char **argv)
     } else {
       return usage ();
     }
-    address = tcp_address (host, port);
+    address = address_tcp_text (host, port);
   }
   options.address = address;
   options.relay.verbose = verbose && !zero_io;

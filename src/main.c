@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "address.h"
 #include "compat.h"
 #include "copy.h"
 #include "error.h"
@@ -39,6 +40,8 @@ static const char description[] =
   "  unix:PATH, or a PATH containing '/'   UNIX socket\n"
   "  unix:@NAME, @NAME                      abstract UNIX socket\n"
   "  tcp:HOST:PORT, HOST:PORT, [V6]:PORT    TCP (TCP_NODELAY always on)\n"
+  "  HOST PORT (two arguments, without -l)  TCP, as ssh's ProxyCommand gives\n"
+  "                                         them: ProxyCommand ferry %h %p\n"
   "  fd:N                                   inherited connected socket\n"
   "  ssh://[USER@]HOST[:PORT]/ABS/PATH      UNIX socket on HOST, over ssh\n"
   "  ssh://[USER@]HOST[:PORT]?tcp=RHOST:RPORT   TCP port seen from HOST, over ssh\n"
@@ -62,7 +65,8 @@ static const char description[] =
   "  A TCP peer that closed while stdin is idle looks half-closed until ferry\n"
   "  writes: ferry waits for stdin EOF, or --half-close-timeout SECS of idle.\n"
   "  ferry exits once both directions are finished.  Bytes that cannot be\n"
-  "  delivered are counted in a message, and the exit code says so.\n"
+  "  delivered are counted in a message, and the exit code says so; a reader\n"
+  "  that goes away with nothing left for it (head -c) is no error.\n"
   "\n"
   "Listen and forward (ferry -l LISTEN TARGET):\n"
   "  each accepted connection is relayed to its own new connection to TARGET,\n"
@@ -512,8 +516,8 @@ parse_argv (struct command_line *cli, int argc, char **argv, GError **error)
 {
   g_autoptr (GOptionContext) context = g_option_context_new (
     cli->image_command == NULL
-      ? "ADDRESS | -l LISTEN [TARGET] - relay stdin/stdout (or accepted connections) "
-        "to a socket, losing nothing"
+      ? "ADDRESS | HOST PORT | -l LISTEN [TARGET] - relay stdin/stdout (or accepted "
+        "connections) to a socket, losing nothing"
       : strcmp (cli->image_command, "copy") == 0
       ? "copy SRC DST - copy a disk image (a file, a block device, qcow2, an NBD URI), "
         "sparse and verified; SRC or DST may be [USER@]HOST:PATH"
@@ -578,7 +582,7 @@ static bool
 validate (struct command_line *cli, GError **error)
 {
   struct ferry_options *options = &cli->options;
-  bool activated;
+  bool activated, host_port;
 
   if (nbd_stream_requested (&options->stream))
     return validate_stream (cli, error);
@@ -590,15 +594,25 @@ validate (struct command_line *cli, GError **error)
   if (activated && (options->listen || cli->n_args > 1))
     return usage_error (error, "socket-activated (LISTEN_FDS=%d): expected "
                         "'ferry [OPTIONS] TARGET', without -l", options->activation.n_fds);
-  if (cli->n_args > 2 || (cli->n_args > 1 && !options->listen))
-    return usage_error (error, "unexpected argument '%s': expected ADDRESS, or "
-                        "-l LISTEN [TARGET] (see --help)", cli->args[options->listen ? 2 : 1]);
+  /* HOST PORT, as nc and ssh's ProxyCommand (%h %p) give them; with -l,
+   * two arguments are LISTEN TARGET. */
+  host_port = !options->listen && cli->n_args >= 2 &&
+              address_is_host_port (cli->args[0], cli->args[1]);
+  if (cli->n_args > 2 || (cli->n_args == 2 && !options->listen && !host_port))
+    return usage_error (error, "unexpected argument '%s': expected ADDRESS, HOST PORT, "
+                        "or -l LISTEN [TARGET] (see --help)",
+                        cli->args[options->listen || host_port ? 2 : 1]);
   if (options->keep_listening && !options->listen && !activated)
     return usage_error (error, "-k/--keep-open needs -l/--listen");
 
   if (activated) {
     options->listen = true;
     options->target = cli->args[0];
+  } else if (host_port) {
+    char *address = address_tcp_text (cli->args[0], cli->args[1]);
+
+    g_ptr_array_add (cli->strings, address);
+    options->address = address;
   } else {
     options->address = cli->args[0];
     options->target = cli->n_args > 1 ? cli->args[1] : NULL;

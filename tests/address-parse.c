@@ -1,4 +1,5 @@
-/* ferry: unit test of the address parser's ssh:// forms. */
+/* ferry: unit test of the address parser's ssh:// forms, and of HOST PORT
+ * given as two arguments. */
 #include <config.h>
 
 #include <glib.h>
@@ -118,6 +119,43 @@ test_malformed (void)
              "known_hosts or known_hosts_verify)");
 }
 
+/* HOST PORT (ssh's ProxyCommand %h %p): which pairs are taken, and the
+ * address they make. */
+static void
+test_host_port (void)
+{
+  static const struct {
+    const char *host, *port, *address;   /* address NULL: not a HOST PORT */
+  } cases[] = {
+    { "example.org", "22", "tcp:example.org:22" },
+    { "127.0.0.1", "ssh", "tcp:127.0.0.1:ssh" },
+    { "::1", "22", "tcp:[::1]:22" },
+    { "fe80::1%eth0", "2222", "tcp:[fe80::1%eth0]:2222" },
+    { "", "22", NULL },
+    { "h", "0", NULL },
+    { "h", "65536", NULL },
+    { "h", "-1", NULL },
+    { "[::1]", "22", NULL },
+    { "/run/x.sock", "22", NULL },
+    { "unix:x", "22", NULL },
+    { "fd:3", "22", NULL },
+    { "@abstract", "22", NULL },
+    { "ssh://h/s", "22", NULL },
+  };
+
+  for (size_t i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *address = NULL;
+
+    g_assert_cmpint (address_is_host_port (cases[i].host, cases[i].port), ==,
+                     cases[i].address != NULL);
+    if (cases[i].address == NULL)
+      continue;
+    address = address_tcp_text (cases[i].host, cases[i].port);
+    g_assert_cmpstr (address, ==, cases[i].address);
+    address_free (parse_ok (address));
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -126,5 +164,6 @@ main (int argc, char **argv)
   g_test_add_func ("/address/ssh/tcpip", test_tcpip);
   g_test_add_func ("/address/ssh/tcpip-repeated", test_tcpip_repeated);
   g_test_add_func ("/address/ssh/malformed", test_malformed);
+  g_test_add_func ("/address/host-port", test_host_port);
   return g_test_run ();
 }

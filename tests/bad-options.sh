@@ -10,6 +10,10 @@ check () {  # TEXT ARGS...
 }
 check "ferry: missing ADDRESS"
 check "unexpected argument '$T/b'" "$T/a" "$T/b"
+# Two arguments are HOST PORT only when they can be nothing else.
+check "unexpected argument 'x'" localhost 22 x
+check "unexpected argument 'no-such-port!'" localhost no-such-port!
+check "unexpected argument '22'" unix:x 22
 check "ferry: -k/--keep-open needs -l/--listen" -k "$T/a"
 check "invalid -b '0'" -b 0 "$T/a"
 check "invalid --buffer-size '2G'" --buffer-size 2G "$T/a"

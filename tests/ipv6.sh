@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# [V6ADDR]:PORT: ferry reaches a socat server on [::1], and ferry -l listens
-# on [::1].  Skipped where IPv6 loopback is not available.
+# [V6ADDR]:PORT, and V6ADDR PORT as two arguments (ssh's ProxyCommand %h
+# %p): ferry reaches a socat server on [::1], and ferry -l listens on
+# [::1].  Skipped where IPv6 loopback is not available.
 . "$(dirname "$0")/lib.sh"
 need socat python3
 port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0)); print(s.getsockname()[1])' 2>/dev/null) ||
@@ -8,13 +9,17 @@ port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1
 make_data up 300000
 make_data reply 400000
 
-bg socat -t 10 "TCP6-LISTEN:$port,bind=[::1],reuseaddr" \
-    SYSTEM:"cat > '$T/server-got'; cat '$T/reply'"
-wait_for_port "$port"
-cat "$T/up" | within 10 "$FERRY" "[::1]:$port" | cat > "$T/got"
-assert_eq 0 "${PIPESTATUS[1]}" "ferry [::1]:$port exit code"
-assert_same_file "$T/up" "$T/server-got" "upload"
-assert_same_file "$T/reply" "$T/got" "reply"
+for args in "[::1]:$port" "::1 $port"; do
+    bg socat -t 10 "TCP6-LISTEN:$port,bind=[::1],reuseaddr" \
+        SYSTEM:"cat > '$T/server-got'; cat '$T/reply'"
+    wait_for_port "$port"
+    # shellcheck disable=SC2086 # "::1 PORT" is two arguments
+    cat "$T/up" | within 10 "$FERRY" $args | cat > "$T/got"
+    assert_eq 0 "${PIPESTATUS[1]}" "ferry $args exit code"
+    assert_same_file "$T/up" "$T/server-got" "ferry $args: upload"
+    assert_same_file "$T/reply" "$T/got" "ferry $args: reply"
+    wait "$LAST_PID" || fail "socat server exited $?"
+done
 
 # An empty stdin: a TCP client's close looks like a half-close, and ferry -l
 # would otherwise relay an open stdin until its EOF.

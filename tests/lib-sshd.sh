@@ -12,7 +12,9 @@
 #                          machine's ~/.bashrc out of the sessions (bash
 #                          run by sshd reads it only at shell level 1; on
 #                          this machine it runs pyenv's init, 0.18 s of CPU
-#                          a session).  Sets SSHD_PORT and SSHD_PID.
+#                          a session).  With SSHD_IPV6=1 it listens on
+#                          [::1] too, on the same port, pinned as well.
+#                          Sets SSHD_PORT and SSHD_PID.
 #   $SSH_CMD               an ssh client command (a small script) that
 #                          trusts only the generated host key (pinned in a
 #                          known_hosts file), logs in as root with the
@@ -84,6 +86,10 @@ LogLevel ERROR
 CFG
     for line in "$@"; do echo "$line" >> "$cfg"; done
     echo "[127.0.0.1]:$port $(cut -d' ' -f1-2 "$SSH_DIR/host_ed25519.pub")" >> "$SSH_DIR/known_hosts"
+    if [ -n "${SSHD_IPV6:-}" ]; then
+        echo "ListenAddress [::1]:$port" >> "$cfg"
+        echo "[::1]:$port $(cut -d' ' -f1-2 "$SSH_DIR/host_ed25519.pub")" >> "$SSH_DIR/known_hosts"
+    fi
     # sshd's privilege separation directory.
     [ -d /run/sshd ] || mkdir -p -m 755 /run/sshd
     bg /usr/sbin/sshd -f "$cfg" -D -e 2>> "$SSH_DIR/sshd-$name.log"

@@ -22,9 +22,14 @@ struct pump {
   struct buffer *buf;         /* from buffer_choose(): filled from src, drained to dst */
   bool src_done;              /* EOF or read error seen, or reading stopped */
   bool dst_done;              /* everything delivered and dst's write side closed */
-  bool failed;                /* dst failed: bytes were lost; reported already.
-                                 src is still read (and dropped) while the
-                                 other direction needs its peer to progress */
+  bool failed;                /* dst failed: src is still read (and dropped)
+                                 while the other direction needs its peer to
+                                 progress */
+  const char *fail_action;    /* what failed on dst ("write to", "close") */
+  int fail_err;               /* and its errno, for pump_report_failure */
+  bool fail_reported;         /* false: dst's reader went away with nothing
+                                 lost, which is no error unless bytes are
+                                 dropped after it (relay_finish) */
   bool shutdown_at_end;       /* half-close dst once everything is delivered */
   bool reading;               /* src's read interest, as last set */
   gint64 last_moved;          /* monotonic microseconds of the last byte read or
@@ -66,26 +71,49 @@ label_sep (const struct relay *relay)
   return relay->config.label ? ": " : "";
 }
 
+/* A write failed because nothing reads the other end any more. */
+static bool
+reader_gone (int err)
+{
+  return err == EPIPE || err == ECONNRESET;
+}
+
+/* The line for a failed dst, with what it lost; a peer gone is the
+ * peers' to report under peers_report_loss. */
 static void
-pump_fail (struct pump *p, const char *action, const char *what, int err)
+pump_report_failure (struct pump *p, size_t lost)
+{
+  struct relay *relay = p->relay;
+
+  p->fail_reported = true;
+  if (relay->exit_code == FERRY_EXIT_OK)
+    relay->exit_code = FERRY_EXIT_IO;
+  if (!(reader_gone (p->fail_err) && relay->config.peers_report_loss))
+    ferry_error ("%s%scannot %s %s: %s (%" G_GUINT64_FORMAT " bytes delivered, "
+                 "%zu buffered bytes not delivered)",
+                 label_prefix (relay), label_sep (relay), p->fail_action,
+                 endpoint_write_name (p->dst), g_strerror (p->fail_err), p->bytes, lost);
+}
+
+static void
+pump_fail (struct pump *p, const char *action, int err)
 {
   struct relay *relay = p->relay;
   size_t lost = p->buf->len;
-  bool gone = err == EPIPE || err == ECONNRESET;
+  bool gone = reader_gone (err);
 
-  if (!(gone && relay->config.peers_report_loss))
-    ferry_error ("%s%scannot %s %s: %s (%" G_GUINT64_FORMAT " bytes delivered, "
-                 "%zu buffered bytes not delivered)",
-                 label_prefix (relay), label_sep (relay), action, what,
-                 g_strerror (err), p->bytes, lost);
   p->failed = true;
+  p->fail_action = action;
+  p->fail_err = err;
+  /* A reader that went away after taking every byte read lost nothing,
+   * as head(1) after its bytes: not an error (README.md, "End of stream"). */
+  if (!(gone && lost == 0))
+    pump_report_failure (p, lost);
   /* The remote end's peer is gone completely: local's further bytes could
    * only be dropped, so local is read no more (README.md, "End of stream"). */
   if (p == &relay->up && gone)
     p->src_done = true;
   buffer_discard (p->buf);
-  if (relay->exit_code == FERRY_EXIT_OK)
-    relay->exit_code = FERRY_EXIT_IO;
 }
 
 /* After dst failed, read src into scratch space and forget it (see
@@ -142,7 +170,7 @@ pump_fill (struct pump *p)
     p->src_done = true;
   } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
     if (!p->failed && buffer_failed_on_dst (p->buf, errno, false))
-      pump_fail (p, "write to", endpoint_write_name (p->dst), errno);
+      pump_fail (p, "write to", errno);
     else
       pump_read_failed (p, errno);
   }
@@ -165,7 +193,7 @@ pump_flush (struct pump *p)
       return;
     }
     if (n < 0 && buffer_failed_on_dst (p->buf, errno, true)) {
-      pump_fail (p, "write to", endpoint_write_name (p->dst), errno);
+      pump_fail (p, "write to", errno);
       return;
     }
     if (n < 0) {
@@ -189,7 +217,7 @@ pump_flush (struct pump *p)
     p->dst_done = true;
     if (p->shutdown_at_end && p->dst->ops->shutdown_write (p->dst) < 0 &&
         errno != ENOTCONN)
-      pump_fail (p, "close", endpoint_write_name (p->dst), errno);
+      pump_fail (p, "close", errno);
   }
 }
 
@@ -276,8 +304,6 @@ static void
 relay_finish (struct relay *relay)
 {
   relay->finished = true;
-  if (relay->exit_code == FERRY_EXIT_OK && relay->remote->ops->exit_code)
-    relay->exit_code = relay->remote->ops->exit_code (relay->remote);
   relay->local->ops->set_interest (relay->local, false, false);
   relay->remote->ops->set_interest (relay->remote, false, false);
   g_clear_pointer (&relay->idle_timer, gsource_release);
@@ -294,11 +320,16 @@ relay_finish (struct relay *relay)
       ? g_strdup_printf ("; it did not confirm the delivery of the %" G_GUINT64_FORMAT
                          " bytes sent to it", relay->up.bytes)
       : NULL;
+    /* Read after a reader that went away, and lost after all. */
+    if (p->dropped > 0 && !p->fail_reported)
+      pump_report_failure (p, 0);
     if (p->dropped > 0)
       ferry_error ("%s%s%" G_GUINT64_FORMAT " more bytes from %s dropped after "
                    "%s failed%s", label_prefix (relay), label_sep (relay), p->dropped,
                    p->src->name, endpoint_write_name (p->dst), unconfirmed ? unconfirmed : "");
   }
+  if (relay->exit_code == FERRY_EXIT_OK && relay->remote->ops->exit_code)
+    relay->exit_code = relay->remote->ops->exit_code (relay->remote);
   /* Deferred to a dispatch of its own, at the priority of the traffic:
    * at idle priority, busy relays beside it would hold a finished one,
    * its fds and buffers, for as long as they stay busy. */

@@ -23,6 +23,9 @@
  *    reset, a closed ssh channel), or local's write side failed: stop
  *    reading local at once; what was read from it and cannot be delivered
  *    is counted and reported (exit 4).
+ *  - a write that fails because its reader went away (EPIPE, ECONNRESET)
+ *    with nothing buffered for it lost nothing: that direction ends, and
+ *    it is no error unless bytes read after it are dropped.
  *  - half_close_timeout: once one direction is done, end the other after
  *    it has been idle that long (a TCP peer that closed looks half-closed).
  *  - done when both directions are finished: every byte read was written,

@@ -314,9 +314,21 @@ address_ssh_target (const struct address *a)
 
   if (ssh->path)
     return g_strconcat ("unix:", ssh->path, NULL);
-  if (strchr (ssh->tcp_host, ':'))
-    return g_strdup_printf ("tcp:[%s]:%s", ssh->tcp_host, ssh->tcp_port);
-  return g_strdup_printf ("tcp:%s:%s", ssh->tcp_host, ssh->tcp_port);
+  return address_tcp_text (ssh->tcp_host, ssh->tcp_port);
+}
+
+char *
+address_tcp_text (const char *host, const char *port)
+{
+  return strchr (host, ':') ? g_strdup_printf ("tcp:[%s]:%s", host, port)
+                            : g_strdup_printf ("tcp:%s:%s", host, port);
+}
+
+bool
+address_is_host_port (const char *host, const char *port)
+{
+  return host[0] != '\0' && !strpbrk (host, "/@[]") &&
+         (!strchr (host, ':') || g_hostname_is_ip_address (host)) && valid_port (port);
 }
 
 const char *

@@ -92,6 +92,15 @@ unsigned address_unix_sockaddr (const struct address *address, struct sockaddr_u
  * ("unix:PATH" or "tcp:HOST:PORT"), e.g. for a remote helper.  Free it. */
 char *address_ssh_target (const struct address *address);
 
+/* "tcp:HOST:PORT" for a host and a port given apart (nc's HOST PORT,
+ * ssh's ProxyCommand %h %p), an IPv6 literal in brackets.  Free it. */
+char *address_tcp_text (const char *host, const char *port);
+
+/* Whether @host and @port are a host (a name or an IP literal: no other
+ * form's '/' or '@', no ':' outside an IPv6 literal) and a port (a number
+ * or a service name), so that they can only mean TCP. */
+bool address_is_host_port (const char *host, const char *port);
+
 /* The name messages use (@name). */
 const char *address_display_name (const struct address *address);
 
