@@ -22,9 +22,9 @@
  * With --streams=N (N > 1) there are N of each: N local halves, forked
  * before anything else as above, and N exec channels on the one session,
  * each relayed on its own and carrying a ranged stream (section 8).  This
- * process is then also the controller (range-messages.h): it hands out the
- * ranges, and composes the image digest from the block digests that the
- * local halves report. */
+ * process then also carries the controller's messages (range-messages.h):
+ * the controller (range-controller.h) hands out the ranges, and composes
+ * the image digest from the block digests that the local halves report. */
 #include <config.h>
 
 #include "nbd-remote.h"
@@ -35,7 +35,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
@@ -49,8 +48,7 @@
 #include "error.h"
 #include "gsource-release.h"
 #include "message.h"
-#include "nbd-stream-format.h"
-#include "range-messages.h"
+#include "range-controller.h"
 #include "relay.h"
 #include "remote-exit-codes.h"
 #include "signal-watch.h"
@@ -59,17 +57,6 @@
 #define SOCKET_BUFFER (4 * 1024 * 1024)
 /* After a cut, how long the local half may take to end before SIGKILL. */
 #define CUT_GRACE_SECONDS 1
-/* A half's report on its control socket: the range it did, with a digest
- * per block; the controller grants ranges of at most NBD_RANGE_SIZE (64 KiB
- * of digests, well inside a socket's default send buffer). */
-#define REPORT_ROOM (NBD_RANGE_REPORT_SIZE + \
-                     NBD_RANGE_SIZE / STREAM_BLOCK_SIZE * STREAM_DIGEST_SIZE)
-/* Ranges done ahead of the first one still in progress, whose block
- * digests wait here to be folded into the image digest in offset order:
- * at most this many (up to 64 KiB of digests each, so 4 MiB); a half that
- * asks for a range beyond waits for the slow one. */
-#define MAX_RANGES_AHEAD 64
-
 
 struct remote_copy;
 
@@ -108,11 +95,8 @@ struct remote_channel {
   char *cut_where;            /* and where its destination is complete */
   int control;                /* --streams: the controller's socket, or -1 */
   GSource *control_watch;
-  struct nbd_range range;     /* the range it holds; index -1 none */
-  bool waiting;               /* asked for a range, beyond MAX_RANGES_AHEAD */
-  unsigned ranges;            /* -v: ranges done, their bytes and DATA bytes */
-  uint64_t image_bytes, data_bytes;
-  gint64 end_us;
+  struct range_holder holder; /* --streams: its ranges (range-controller.h) */
+  gint64 end_us;              /* when its relay ended; 0 before */
 };
 
 /* The relays between the local halves and the channels, on the main loop,
@@ -129,21 +113,11 @@ struct remote_copy {
                                  the relays are gone, the exit code is the stop's */
   GSource *stop_timer;        /* the drain timeout, then the cut's grace */
   struct remote_channel *failed;   /* the first channel that failed */
-  /* The controller (--streams). */
-  bool size_known;
-  uint64_t size, n_ranges;
-  uint64_t next_range;        /* the next one to hand out */
-  uint64_t next_offset;       /* and where it starts */
-  uint64_t composed;          /* ranges folded into @image, in order */
-  uint64_t composed_end;      /* the offset where they end */
-  GHashTable *ahead;          /* index -> GBytes: block digests of ranges done
-                                 beyond @composed (MAX_RANGES_AHEAD) */
-  GChecksum *image;           /* SHA-256 over the block digests */
-  uint64_t done_bytes, data_bytes;
-  uint64_t same_bytes;        /* --delta: the SAME records' */
+  struct range_controller *ranges;   /* --streams: the controller, which
+                                        also holds the copy's own failure
+                                        (its error); NULL without */
   bool delta;                 /* --delta: -v says what it saved */
-  GError *error;              /* the controller's own failure */
-  uint8_t *packet;            /* a report's room */
+  uint8_t *packet;            /* a report's room (RANGE_REPORT_ROOM) */
   struct progress *progress;
   gint64 start_us;
   /* To start the channels after the first: only once the first one's
@@ -364,9 +338,31 @@ abort_channel (struct remote_channel *c)
   stop_control (c);
 }
 
+/* The copy failed at @c: @error says why (--streams only), or NULL when
+ * @c's own exit does (copy_result).  The first failure wins; every channel
+ * still running ends at once. */
+static void
+fail_copy (struct remote_copy *rc, struct remote_channel *c, GError *error)
+{
+  if (rc->ranges)
+    range_controller_fail (rc->ranges, error);
+  if (rc->failed)
+    return;
+  rc->failed = c;
+  for (unsigned i = 0; i < rc->n; i++)
+    abort_channel (&rc->ch[i]);
+}
+
+/* The controller refused what @c did: its @error, which names no channel,
+ * as @c's. */
+static void
+fail_copy_at (struct remote_channel *c, GError *error)
+{
+  g_prefix_error (&error, "%s: ", c->who);
+  fail_copy (c->rc, c, error);
+}
+
 static int channel_code (const struct remote_channel *c, int stop_code);
-static void controller_fail (struct remote_copy *rc, struct remote_channel *c,
-                             const char *fmt, ...) G_GNUC_PRINTF (3, 4);
 static void start_rest (struct remote_copy *rc);
 
 /* A channel ended: if it failed (not for a stop signal), the copy has
@@ -376,24 +372,17 @@ channel_ended (struct remote_channel *c)
 {
   struct remote_copy *rc = c->rc;
   int stop_code = rc->stop_signum ? 128 + rc->stop_signum : 0;
+  GError *error = NULL;
 
   if (!c->relay_done || !c->child_done || c->aborted || rc->failed || rc->stop_signum)
     return;
   stop_control (c);
-  if (rc->ranged && c->range.index >= 0 && !rc->error &&
-      channel_code (c, stop_code) == FERRY_EXIT_OK) {
+  if (channel_code (c, stop_code) != FERRY_EXIT_OK)
+    fail_copy (rc, c, NULL);
+  else if (rc->ranges && !range_holder_check_ended (&c->holder, &error))
     /* Its range would never be composed, and halves waiting for the
      * composition (MAX_RANGES_AHEAD) would wait for ever. */
-    controller_fail (rc, c, "it ended without finishing " NBD_RANGE_FMT,
-                     NBD_RANGE_ARGS (&c->range));
-    return;
-  }
-  if (channel_code (c, stop_code) == FERRY_EXIT_OK && !rc->error)
-    return;
-  rc->failed = c;
-  for (unsigned i = 0; i < rc->n; i++)
-    if (&rc->ch[i] != c)
-      abort_channel (&rc->ch[i]);
+    fail_copy_at (c, error);
 }
 
 static void
@@ -454,129 +443,48 @@ on_child_exit (GPid pid, gint wstatus, gpointer data)
   copy_quit_if_done (c->rc);
 }
 
-/* --- The controller (--streams). --- */
+/* --- The controller's messages (--streams, range-controller.h). --- */
 
-static void
-grant (struct remote_channel *c, int64_t index)
-{
-  struct remote_copy *rc = c->rc;
-  struct nbd_range_grant g = { index, 0, 0 };
-  uint8_t packet[NBD_RANGE_GRANT_SIZE];
-
-  if (index >= 0) {
-    g.offset = rc->next_offset;
-    g.length = nbd_range_length (rc->size - g.offset, rc->n);
-    rc->next_offset += g.length;
-    c->range = (struct nbd_range) { index, g.offset, g.length };
-  }
-  c->waiting = false;
-  nbd_range_grant_encode (&g, packet);
-  send (c->control, packet, sizeof packet, MSG_NOSIGNAL | MSG_DONTWAIT);
-}
-
-/* The next free range for @c, unless it must wait (MAX_RANGES_AHEAD). */
+/* @c asked for a range: send it the controller's answer, unless that is
+ * to wait. */
 static void
 hand_out (struct remote_channel *c)
 {
-  struct remote_copy *rc = c->rc;
+  struct nbd_range_grant grant;
+  uint8_t packet[NBD_RANGE_GRANT_SIZE];
 
-  if (rc->error || rc->failed)
-    grant (c, -2);
-  else if (rc->stop_signum || rc->next_range == rc->n_ranges)
-    grant (c, -1);
-  else if (rc->next_range - rc->composed >= MAX_RANGES_AHEAD)
-    c->waiting = true;
-  else
-    grant (c, rc->next_range++);
+  if (range_controller_next (c->rc->ranges, &c->holder, &grant) == RANGE_WAIT)
+    return;
+  nbd_range_grant_encode (&grant, packet);
+  send (c->control, packet, sizeof packet, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+/* The halves that wait for a range (MAX_RANGES_AHEAD) ask again. */
 static void
-fold_range (struct remote_copy *rc, GBytes *digests)
+hand_out_waiting (struct remote_copy *rc)
 {
-  gsize len;
-  const guint8 *d = g_bytes_get_data (digests, &len);
-
-  g_checksum_update (rc->image, d, len);
-  rc->composed++;
-  rc->composed_end += nbd_range_length (rc->size - rc->composed_end, rc->n);
+  for (unsigned i = 0; i < rc->n; i++)
+    if (rc->ch[i].holder.waiting)
+      hand_out (&rc->ch[i]);
 }
 
-static void
-controller_fail (struct remote_copy *rc, struct remote_channel *c, const char *fmt, ...)
-{
-  va_list ap;
-  g_autofree char *why = NULL;
-
-  va_start (ap, fmt);
-  why = g_strdup_vprintf (fmt, ap);
-  va_end (ap);
-  if (!rc->error)
-    rc->error = g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "%s: %s", c->who, why);
-  if (!rc->failed) {
-    rc->failed = c;
-    for (unsigned i = 0; i < rc->n; i++)
-      abort_channel (&rc->ch[i]);
-  }
-}
-
-/* A report: the range done (checked, its digests kept or folded in), and
- * a request for the next. */
+/* A report: the range done, and a request for the next.  The first one
+ * (the first channel's halves have both opened their exports) starts the
+ * other channels. */
 static void
 take_report (struct remote_channel *c, const uint8_t *packet, size_t len)
 {
   struct remote_copy *rc = c->rc;
-  struct nbd_range_report report;
+  GError *error = NULL;
 
-  if (!nbd_range_report_decode (packet, len, &report))
-    return controller_fail (rc, c, "a short report (%zu bytes)", len);
-  if (len != NBD_RANGE_REPORT_SIZE + (size_t) report.n_blocks * STREAM_DIGEST_SIZE)
-    return controller_fail (rc, c, "a report of %zu bytes for %" PRIu32 " digests", len,
-                            report.n_blocks);
-  if (!rc->size_known) {
-    rc->size_known = true;
-    rc->size = report.size;
-    for (uint64_t offset = 0; offset < rc->size; rc->n_ranges++)
-      offset += nbd_range_length (rc->size - offset, rc->n);
-  } else if (report.size != rc->size) {
-    return controller_fail (rc, c, "the image is %" PRIu64 " bytes, where another stream "
-                            "found %" PRIu64, report.size, rc->size);
+  if (!range_controller_take_report (rc->ranges, &c->holder, packet, len, &error)) {
+    fail_copy_at (c, error);
+    return;
   }
   if (!rc->all_started)
     start_rest (rc);
-  if (rc->failed) {
-    grant (c, -2);
-    return;
-  }
-  if (report.index >= 0) {
-    if (report.index != c->range.index ||
-        report.n_blocks != nbd_range_blocks (&c->range, STREAM_BLOCK_SIZE) ||
-        report.data_bytes > c->range.length ||
-        report.same_bytes > c->range.length - report.data_bytes)
-      return controller_fail (rc, c, "a report for range %" PRId64 ", which it did not hold",
-                              report.index);
-    GBytes *digests = g_bytes_new (packet + NBD_RANGE_REPORT_SIZE, len - NBD_RANGE_REPORT_SIZE);
-    c->ranges++;
-    c->image_bytes += c->range.length;
-    c->data_bytes += report.data_bytes;
-    rc->done_bytes += c->range.length;
-    rc->data_bytes += report.data_bytes;
-    rc->same_bytes += report.same_bytes;
-    c->range.index = -1;
-    if ((uint64_t) report.index == rc->composed) {
-      fold_range (rc, digests);
-      g_bytes_unref (digests);
-      while ((digests = g_hash_table_lookup (rc->ahead, GSIZE_TO_POINTER (rc->composed)))) {
-        g_hash_table_steal (rc->ahead, GSIZE_TO_POINTER (rc->composed));
-        fold_range (rc, digests);
-        g_bytes_unref (digests);
-      }
-      for (unsigned i = 0; i < rc->n; i++)
-        if (rc->ch[i].waiting)
-          hand_out (&rc->ch[i]);
-    } else {
-      g_hash_table_insert (rc->ahead, GSIZE_TO_POINTER (report.index), digests);
-    }
-  }
+  /* The range done may have let the composition move on. */
+  hand_out_waiting (rc);
   hand_out (c);
 }
 
@@ -584,7 +492,7 @@ static gboolean
 on_control (gint fd, GIOCondition condition, gpointer data)
 {
   struct remote_channel *c = data;
-  ssize_t n = recv (fd, c->rc->packet, REPORT_ROOM, MSG_DONTWAIT);
+  ssize_t n = recv (fd, c->rc->packet, RANGE_REPORT_ROOM, MSG_DONTWAIT);
 
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
     return G_SOURCE_CONTINUE;
@@ -601,13 +509,14 @@ static void
 sample_progress (struct progress_counter *counters, void *data)
 {
   const struct remote_copy *rc = data;
+  const struct range_counts *done = range_controller_done (rc->ranges);
 
-  counters[0].bytes = rc->done_bytes;
-  counters[0].total = rc->size;
-  counters[1].bytes = rc->data_bytes;
-  counters[2].bytes = rc->done_bytes - rc->data_bytes - rc->same_bytes;
+  counters[0].bytes = done->bytes;
+  counters[0].total = range_controller_size (rc->ranges);
+  counters[1].bytes = done->data_bytes;
+  counters[2].bytes = done->bytes - done->data_bytes - done->same_bytes;
   if (rc->options->stream.delta)
-    counters[3].bytes = rc->same_bytes;
+    counters[3].bytes = done->same_bytes;
 }
 
 /* --- Signals. --- */
@@ -700,14 +609,15 @@ on_signal (int signum, void *data)
     if (!rc->ch[i].started && !rc->ch[i].aborted)
       abort_channel (&rc->ch[i]);
   rc->all_started = true;
+  /* No half gets a range from now on. */
+  if (rc->ranges)
+    range_controller_stop (rc->ranges);
   if (rc->stop_signum == 0 && signum != SIGQUIT) {
     rc->stop_signum = signum;
     rc->stop_timer = gsource_timer_new (rc->drain_timeout, on_drain_timeout, rc);
     pass_on (rc, signum);
     /* Halves waiting for a range get none. */
-    for (unsigned i = 0; i < rc->n; i++)
-      if (rc->ch[i].waiting)
-        hand_out (&rc->ch[i]);
+    hand_out_waiting (rc);
     return;
   }
   if (rc->stop_signum == 0) {
@@ -849,10 +759,7 @@ start_rest (struct remote_copy *rc)
     for (unsigned j = 1; j < rc->n; j++)
       abort_channel (&rc->ch[j]);
   } else if (!ok) {
-    rc->error = g_steal_pointer (&error);
-    rc->failed = &rc->ch[failed + 1];
-    for (unsigned j = 0; j < rc->n; j++)
-      abort_channel (&rc->ch[j]);
+    fail_copy (rc, &rc->ch[failed + 1], g_steal_pointer (&error));
   }
   /* The channels hold their references on the session from now on. */
   g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
@@ -974,34 +881,30 @@ static void
 print_streams_summary (struct remote_copy *rc, bool complete)
 {
   gint64 now = g_get_monotonic_time ();
+  const struct range_counts *done = range_controller_done (rc->ranges);
+  uint64_t size = range_controller_size (rc->ranges);
+  g_autofree char *digest = complete ? range_controller_digest (rc->ranges) : NULL;
 
   for (unsigned i = 0; i < rc->n; i++) {
     const struct remote_channel *c = &rc->ch[i];
+    const struct range_counts *its = &c->holder.done;
     double secs = ((c->end_us ? c->end_us : now) - rc->start_us) / 1e6;
-    ferry_report ("stream %u: ranges=%u image=%" PRIu64 " data=%" PRIu64 " seconds=%.3f "
-                  "data_rate=%.1fMiB/s", c->number, c->ranges, c->image_bytes, c->data_bytes,
-                  secs, secs > 0 ? c->data_bytes / secs / (1024 * 1024) : 0.0);
+    ferry_report ("stream %u: ranges=%" PRIu64 " image=%" PRIu64 " data=%" PRIu64
+                  " seconds=%.3f data_rate=%.1fMiB/s", c->number, its->ranges, its->bytes,
+                  its->data_bytes, secs,
+                  secs > 0 ? its->data_bytes / secs / (1024 * 1024) : 0.0);
   }
-  if (complete) {
-    uint8_t le[8], digest[32];
-    gsize len = sizeof digest;
-    char hex[2 * 32 + 1];
-    for (int i = 0; i < 8; i++)
-      le[i] = rc->size >> (8 * i);
-    g_checksum_update (rc->image, le, sizeof le);
-    g_checksum_get_digest (rc->image, digest, &len);
-    for (int i = 0; i < 32; i++)
-      sprintf (hex + 2 * i, "%02x", digest[i]);
-    ferry_report ("copy: streams=%u ranges=%" PRIu64 " image=%" PRIu64 " data=%" PRIu64
-                  " seconds=%.3f digest=%s", rc->n, rc->n_ranges, rc->size, rc->data_bytes,
-                  (now - rc->start_us) / 1e6, hex);
-    /* Only the export's last block is short: same_bytes rounds up to blocks. */
-    uint64_t blocks = (rc->size + STREAM_BLOCK_SIZE - 1) / STREAM_BLOCK_SIZE,
-             same = (rc->same_bytes + STREAM_BLOCK_SIZE - 1) / STREAM_BLOCK_SIZE;
-    if (rc->delta)
-      ferry_report ("delta: compared=%" PRIu64 " blocks, sent=%" PRIu64 " same=%" PRIu64
-                    " saved=%" PRIu64 " bytes", blocks, blocks - same, same, rc->same_bytes);
-  }
+  if (!digest)
+    return;
+  ferry_report ("copy: streams=%u ranges=%" PRIu64 " image=%" PRIu64 " data=%" PRIu64
+                " seconds=%.3f digest=%s", rc->n, range_controller_n_ranges (rc->ranges), size,
+                done->data_bytes, (now - rc->start_us) / 1e6, digest);
+  /* Only the export's last block is short: same_bytes rounds up to blocks. */
+  uint64_t blocks = (size + STREAM_BLOCK_SIZE - 1) / STREAM_BLOCK_SIZE,
+           same = (done->same_bytes + STREAM_BLOCK_SIZE - 1) / STREAM_BLOCK_SIZE;
+  if (rc->delta)
+    ferry_report ("delta: compared=%" PRIu64 " blocks, sent=%" PRIu64 " same=%" PRIu64
+                  " saved=%" PRIu64 " bytes", blocks, blocks - same, same, done->same_bytes);
 }
 
 /* The exit code of the whole copy, and the lines that explain it. */
@@ -1009,6 +912,8 @@ static int
 copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
 {
   int stop_code = rc->stop_signum ? 128 + rc->stop_signum : 0, code = FERRY_EXIT_OK;
+  const GError *error = rc->ranges ? range_controller_error (rc->ranges) : NULL;
+  g_autoptr (GError) missing = NULL;
   bool complete;
 
   if (rc->cutting) {
@@ -1016,9 +921,9 @@ copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
       print_deferred_line (&rc->ch[i]);
     return stop_code;
   }
-  if (rc->error) {
-    ferry_error ("%s", rc->error->message);
-    return rc->error->code;
+  if (error) {
+    ferry_error ("%s", error->message);
+    return error->code;
   }
   if (rc->failed) {
     code = channel_code (rc->failed, stop_code);
@@ -1035,15 +940,10 @@ copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
   }
   if (!rc->ranged)
     return code;
-  complete = rc->size_known && rc->composed == rc->n_ranges;
+  complete = range_controller_check_complete (rc->ranges, &missing);
   if (code == FERRY_EXIT_OK && !complete) {
-    /* The ranges done are the composed ones and those held ahead; the
-     * first missing one is the next to compose. */
-    ferry_error ("%s: the streams ended with %" PRIu64 " of %" PRIu64 " ranges copied "
-                 "(the one at offset %" PRIu64 " was not)",
-                 rc->ch[0].channel_name, rc->composed + g_hash_table_size (rc->ahead),
-                 rc->n_ranges, rc->composed_end);
-    code = stop_code ? stop_code : FERRY_EXIT_STREAM;
+    ferry_error ("%s: %s", rc->ch[0].channel_name, missing->message);
+    code = stop_code ? stop_code : missing->code;
   }
   if (o->verbose)
     print_streams_summary (rc, code == FERRY_EXIT_OK && complete);
@@ -1067,16 +967,15 @@ setup_copy (const struct nbd_stream_options *o, struct remote_copy *rc, int *cod
   for (unsigned i = 0; i < rc->n; i++)
     rc->ch[i] = (struct remote_channel) { .rc = rc, .number = i + 1, .remote_status = -1,
                                           .fd = -1, .go = -1, .control = -1,
-                                          .range = { -1, 0, 0 } };
+                                          .holder = RANGE_HOLDER_INIT };
   if (!start_children (o, rc, code)) {
     g_free (rc->ch);
     return false;
   }
   rc->loop = g_main_loop_new (NULL, FALSE);
   if (rc->ranged) {
-    rc->ahead = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) g_bytes_unref);
-    rc->image = g_checksum_new (G_CHECKSUM_SHA256);
-    rc->packet = g_malloc (REPORT_ROOM);
+    rc->ranges = range_controller_new (rc->n);
+    rc->packet = g_malloc (RANGE_REPORT_ROOM);
   }
   return true;
 }
@@ -1129,9 +1028,7 @@ free_copy (struct remote_copy *rc, struct signal_watch *signals)
   g_clear_pointer (&rc->stop_timer, gsource_release);
   signal_watch_free (signals);
   g_main_loop_unref (rc->loop);
-  g_clear_pointer (&rc->ahead, g_hash_table_unref);
-  g_clear_pointer (&rc->image, g_checksum_free);
-  g_clear_error (&rc->error);
+  g_clear_pointer (&rc->ranges, range_controller_free);
   g_free (rc->packet);
   g_free (rc->ch);
 }

@@ -65,6 +65,8 @@ struct receiver {
   bool kicked;                /* the pump has work (nbd_kick_source_new) */
 
   int in;                     /* stdin */
+  int in_flags;               /* its file status flags before, put back at
+                                 the end; -1 if unknown */
   GSource *in_watch;          /* while stdin has nothing to read */
   bool in_eof;
   uint8_t *input;             /* INPUT_SIZE bytes read ahead */
@@ -847,17 +849,113 @@ sample_progress (struct progress_counter *counters, void *data)
   counters[2].bytes = r->stats.zero_bytes;
 }
 
+/* Everything the pump needs once DEST is open: the input buffer, the
+ * parser, the progress line, --raw's hash, stdin that does not block. */
+static void
+prepare_receive (struct receiver *r)
+{
+  const struct nbd_stream_options *options = r->options;
+
+  r->input = g_malloc (INPUT_SIZE);
+  r->in_flight_limit = options->in_flight;
+  g_queue_init (&r->commands);
+  stream_parser_init (&r->parser);
+  r->parser.accept_ranges = options->ranged;
+  r->parser.allow_delta = options->ranged && options->delta;
+  r->progress = nbd_stream_progress_new (options, sample_progress, r);
+  r->stats.start_us = g_get_monotonic_time ();
+  if (options->raw) {
+    /* A regular file grows as written, and ends with what came. */
+    r->size = r->export.resizable ? UINT64_MAX : r->export.size;
+    r->hashing = options->verbose && blkhash_init (&r->hash, r->size, STREAM_BLOCK_SIZE);
+    if (r->hashing)
+      blkhash_start_worker (&r->hash, &r->kicked);
+  }
+  /* Restored at the end: the open file description is our parent's too. */
+  r->in_flags = fcntl (r->in, F_GETFL);
+  if (r->in_flags >= 0)
+    fcntl (r->in, F_SETFL, r->in_flags | O_NONBLOCK);
+  fcntl (r->in, F_SETPIPE_SZ, INPUT_SIZE);
+}
+
+/* The pump, on the main loop, until DEST is flushed, the copy failed, or
+ * a second signal cut it. */
+static void
+run_receive (struct receiver *r)
+{
+  GSource *kick = nbd_kick_source_new (&r->kicked, pump, r);
+
+  __atomic_store_n (&r->kicked, true, __ATOMIC_RELEASE);
+  g_main_loop_run (r->loop);
+  gsource_release (kick);
+  if (r->in_watch)
+    gsource_release (r->in_watch);
+  if (r->in_flags >= 0)
+    fcntl (r->in, F_SETFL, r->in_flags);
+}
+
+/* After the run: the first failure's line, with where DEST is complete
+ * (@flushed: and durable), and -v's summary.  Returns the exit code. */
+static int
+receive_summary (struct receiver *r, bool flushed)
+{
+  const struct nbd_stream_options *options = r->options;
+  char hex[2 * BLKHASH_SIZE + 1] = "";
+  int rc = FERRY_EXIT_OK;
+
+  g_clear_pointer (&r->progress, progress_finish);
+  /* Commands that failed because the connection went are told as that. */
+  if (r->export.lost && r->error && r->error->code == FERRY_EXIT_NBD) {
+    g_error_free (r->error);
+    r->error = g_error_copy (r->export.lost);
+  }
+  if (r->error) {
+    g_autofree char *where = where_complete (r, flushed);
+    rc = r->error->code;
+    /* A download's local half: the remote sender's end explains a stream
+     * cut short, and the parent says so on one line. */
+    if (!(r->truncated && options->report_fd > 0 &&
+          deferred_line_send (options->report_fd, r->error->message, where)))
+      ferry_error ("%s%s%s", r->error->message, where ? "; " : "", where ? where : "");
+    g_clear_error (&r->error);
+  } else if (r->end_seen && !r->parser.ranged &&
+             (r->parser.header.flags & STREAM_FLAG_DIGEST || options->raw)) {
+    blkhash_hex (r->digest, hex);
+  }
+  if (options->verbose)
+    nbd_stream_print_summary ("receive", &r->stats, hex);
+  return rc;
+}
+
+/* What the run held. */
+static void
+free_receiver (struct receiver *r)
+{
+  nbd_export_close (&r->export);
+  if (r->hashing)
+    blkhash_clear (&r->hash);
+  while (!g_queue_is_empty (&r->commands)) {
+    struct command_req *c = g_queue_pop_head (&r->commands);
+    payload_unref (c->payload);
+    g_free (c);
+  }
+  payload_unref (r->record);
+  g_free (r->zero_buffer);
+  g_free (r->blocks);
+  nbd_block_digests_free (r->dest);
+  g_free (r->input);
+  g_main_loop_unref (r->loop);
+}
+
 int
 nbd_receive_main (const struct nbd_stream_options *options)
 {
   struct receiver r = { .options = options, .in = STDIN_FILENO, .out = STDOUT_FILENO,
                         .range = { -1, 0, 0 } };
   g_autoptr (GError) error = NULL;
-  GSource *kick;
   struct signal_watch *signals;
-  int rc = FERRY_EXIT_OK, flags;
   bool flushed;
-  char hex[2 * BLKHASH_SIZE + 1] = "";
+  int rc;
 
   signal (SIGPIPE, SIG_IGN);
   r.loop = g_main_loop_new (NULL, FALSE);
@@ -872,36 +970,8 @@ nbd_receive_main (const struct nbd_stream_options *options)
     g_main_loop_unref (r.loop);
     return error->code;
   }
-  r.input = g_malloc (INPUT_SIZE);
-  r.in_flight_limit = options->in_flight;
-  g_queue_init (&r.commands);
-  stream_parser_init (&r.parser);
-  r.parser.accept_ranges = options->ranged;
-  r.parser.allow_delta = options->ranged && options->delta;
-  r.progress = nbd_stream_progress_new (options, sample_progress, &r);
-  r.stats.start_us = g_get_monotonic_time ();
-  if (options->raw) {
-    /* A regular file grows as written, and ends with what came. */
-    r.size = r.export.resizable ? UINT64_MAX : r.export.size;
-    r.hashing = options->verbose && blkhash_init (&r.hash, r.size, STREAM_BLOCK_SIZE);
-    if (r.hashing)
-      blkhash_start_worker (&r.hash, &r.kicked);
-  }
-  /* Restored at the end: the open file description is our parent's too. */
-  flags = fcntl (r.in, F_GETFL);
-  if (flags >= 0)
-    fcntl (r.in, F_SETFL, flags | O_NONBLOCK);
-  fcntl (r.in, F_SETPIPE_SZ, INPUT_SIZE);
-
-  kick = nbd_kick_source_new (&r.kicked, pump, &r);
-  __atomic_store_n (&r.kicked, true, __ATOMIC_RELEASE);
-  g_main_loop_run (r.loop);
-  gsource_release (kick);
-  if (r.in_watch)
-    gsource_release (r.in_watch);
-  if (flags >= 0)
-    fcntl (r.in, F_SETFL, flags);
-
+  prepare_receive (&r);
+  run_receive (&r);
   flushed = r.flushing && g_queue_is_empty (&r.commands) && !r.flush_failed;
   /* After a failure or a stop (flushed on the main loop already), no wait
    * for the server to close: a signal in it would replace the message
@@ -911,40 +981,7 @@ nbd_receive_main (const struct nbd_stream_options *options)
   signal_watch_free (signals);
   if (!r.complete_frozen && g_queue_is_empty (&r.commands))
     r.complete = r.applied_to;
-  g_clear_pointer (&r.progress, progress_finish);
-  /* Commands that failed because the connection went are told as that. */
-  if (r.export.lost && r.error && r.error->code == FERRY_EXIT_NBD) {
-    g_error_free (r.error);
-    r.error = g_error_copy (r.export.lost);
-  }
-  if (r.error) {
-    g_autofree char *where = where_complete (&r, flushed);
-    rc = r.error->code;
-    /* A download's local half: the remote sender's end explains a stream
-     * cut short, and the parent says so on one line. */
-    if (!(r.truncated && options->report_fd > 0 &&
-          deferred_line_send (options->report_fd, r.error->message, where)))
-      ferry_error ("%s%s%s", r.error->message, where ? "; " : "", where ? where : "");
-    g_error_free (r.error);
-  } else if (r.end_seen && !r.parser.ranged &&
-             (r.parser.header.flags & STREAM_FLAG_DIGEST || options->raw)) {
-    blkhash_hex (r.digest, hex);
-  }
-  if (options->verbose)
-    nbd_stream_print_summary ("receive", &r.stats, hex);
-  nbd_export_close (&r.export);
-  if (r.hashing)
-    blkhash_clear (&r.hash);
-  while (!g_queue_is_empty (&r.commands)) {
-    struct command_req *c = g_queue_pop_head (&r.commands);
-    payload_unref (c->payload);
-    g_free (c);
-  }
-  payload_unref (r.record);
-  g_free (r.zero_buffer);
-  g_free (r.blocks);
-  nbd_block_digests_free (r.dest);
-  g_free (r.input);
-  g_main_loop_unref (r.loop);
+  rc = receive_summary (&r, flushed);
+  free_receiver (&r);
   return rc;
 }

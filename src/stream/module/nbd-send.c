@@ -68,6 +68,8 @@ struct sender {
   int out;                    /* stdout */
   int in;                     /* stdin: --ranged's return direction */
   bool out_is_pipe;           /* writes may block: poll when they would */
+  int out_flags;              /* stdout's file status flags before, put back
+                                 at the end; -1 if untouched */
   GSource *out_watch;         /* while stdout is full */
   bool kicked;                /* the pump has work: completions, room on stdout */
 
@@ -638,116 +640,179 @@ on_signal (int signum, void *data)
   }
 }
 
+/* Open SRC (or, --digest, the image): false if it cannot be, with its
+ * line said and the exit code in @code. */
+static bool
+open_source (struct sender *s, int *code)
+{
+  const struct nbd_stream_options *options = s->options;
+  g_autoptr (GError) error = NULL;
+
+  s->export.kicked = &s->kicked;
+  if (nbd_export_open (&s->export, options, s->digest_only ? options->digest : options->send,
+                       false, &error))
+    return true;
+  /* An upload's local half: the parent prints it, and closes the channel
+   * before the remote receiver's line about the empty stream comes. */
+  if (!(options->report_fd > 0 && deferred_line_send (options->report_fd, error->message, NULL)))
+    ferry_error ("%s", error->message);
+  *code = error->code;
+  return false;
+}
+
+/* Writes into a pipe or a socket that would block wait on the main loop
+ * (on_stdout_writable); the flags come back in restore_stdout. */
+static void
+take_stdout (struct sender *s)
+{
+  struct stat st;
+
+  s->out_is_pipe = fstat (s->out, &st) == 0 && !S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode);
+  s->out_flags = s->out_is_pipe ? fcntl (s->out, F_GETFL) : -1;
+  /* Restored at the end: the open file description is our parent's too. */
+  if (s->out_flags >= 0)
+    fcntl (s->out, F_SETFL, s->out_flags | O_NONBLOCK);
+  /* Fewer, larger writes into a pipe (best effort; not a pipe: EBADF). */
+  if (s->out_is_pipe)
+    fcntl (s->out, F_SETPIPE_SZ, 1024 * 1024);
+}
+
+static void
+restore_stdout (struct sender *s)
+{
+  if (s->out_flags >= 0)
+    fcntl (s->out, F_SETFL, s->out_flags);
+}
+
+/* Everything the pump needs once SRC is open: the read queue, the hash,
+ * the stream's header, stdout, the progress line.  False (with its line)
+ * if SHA-256 cannot be had. */
+static bool
+prepare_send (struct sender *s)
+{
+  const struct nbd_stream_options *options = s->options;
+
+  nbd_read_queue_init (&s->reads, &s->export, options->in_flight, &s->stats.requests,
+                       &s->kicked, &s->error, sizeof (struct request), clear_request);
+  nbd_read_queue_range (&s->reads, 0, s->ranged ? 0 : s->export.size);
+  s->hashing = !s->ranged && (s->digest_only || !options->no_verify);
+  if (s->hashing && !blkhash_init (&s->hash, s->export.size, B)) {
+    s->hashing = false;
+    ferry_error ("cannot set up SHA-256 (libcrypto)");
+    return false;
+  }
+  /* SHA-256 of every data byte costs as much as the rest of the copy:
+   * a thread of its own. */
+  if (s->hashing)
+    blkhash_start_worker (&s->hash, &s->kicked);
+  if (!s->raw && !s->digest_only) {
+    struct stream_header h = { (s->hashing || s->ranged ? STREAM_FLAG_DIGEST : 0) |
+                               (s->delta ? STREAM_FLAG_DELTA : 0), s->export.size, B };
+    stream_encode_header_version (s->preamble, &h, s->ranged ? STREAM_VERSION_RANGES
+                                                             : STREAM_VERSION);
+    s->preamble_len = STREAM_HEADER_SIZE;
+  }
+  if (!s->digest_only)
+    take_stdout (s);
+  s->progress = nbd_stream_progress_new (options, sample_progress, s);
+  s->stats.start_us = g_get_monotonic_time ();
+  return true;
+}
+
+/* The pump, on the main loop, until all is written or the copy failed. */
+static void
+run_send (struct sender *s)
+{
+  GSource *kick = nbd_kick_source_new (&s->kicked, pump, s);
+
+  schedule_pump (s);
+  g_main_loop_run (s->loop);
+  gsource_release (kick);
+  if (s->out_watch)
+    gsource_release (s->out_watch);
+  restore_stdout (s);
+}
+
+/* After the run: the first failure's line, or --digest's line on stdout,
+ * and -v's summary.  Returns the exit code. */
+static int
+send_summary (struct sender *s)
+{
+  const struct nbd_stream_options *options = s->options;
+  char hex[2 * BLKHASH_SIZE + 1] = "";
+  int rc = FERRY_EXIT_OK;
+
+  g_clear_pointer (&s->progress, progress_finish);
+  /* Commands that failed because the connection went are told as that. */
+  if (s->export.lost && s->error && s->error->code == FERRY_EXIT_NBD) {
+    g_error_free (s->error);
+    s->error = g_error_copy (s->export.lost);
+  }
+  if (s->error && options->control_fd > 0 && s->error->domain == nbd_range_closed_quark ())
+    nbd_range_wait_for_parent (options->control_fd);
+  if (s->error) {
+    ferry_error ("%s", s->error->message);
+    rc = s->error->code;
+    g_clear_error (&s->error);
+  } else if (s->digest_only || (!options->no_verify && !s->ranged)) {
+    blkhash_hex (s->counts.digest, hex);
+  }
+  /* A reader gone is an error like any other (SIGPIPE is ignored). */
+  if (s->digest_only && rc == FERRY_EXIT_OK &&
+      (printf ("%s  %s\n", hex, s->export.name) < 0 || fflush (stdout) != 0)) {
+    ferry_error ("cannot write the digest to stdout: %s", g_strerror (errno));
+    rc = FERRY_EXIT_IO;
+  }
+  if (options->verbose)
+    nbd_stream_print_summary (mode_name (s), &s->stats,
+                              options->no_verify && !s->digest_only ? NULL : hex);
+  return rc;
+}
+
+/* What the run held. */
+static void
+free_sender (struct sender *s)
+{
+  /* Reads still in flight when a connection died: libnbd retired them
+   * when it closed, so their buffers are free to go now. */
+  nbd_export_close (&s->export);
+  if (s->hashing)
+    blkhash_clear (&s->hash);
+  nbd_read_queue_clear (&s->reads);
+  g_free (s->blocks);
+  g_free (s->unanswered_blocks);
+  g_free (s->dest_digests);
+  g_main_loop_unref (s->loop);
+}
+
 int
 nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
 {
   struct sender s = { .options = options, .digest_only = digest_only,
                       .raw = options->raw && !digest_only, .out = STDOUT_FILENO,
-                      .in = STDIN_FILENO, .ranged = options->ranged && !digest_only,
+                      .in = STDIN_FILENO, .out_flags = -1,
+                      .ranged = options->ranged && !digest_only,
                       .delta = options->ranged && options->delta && !digest_only,
                       .range = { -1, 0, 0 }, .unanswered = { -1, 0, 0 } };
-  const char *uri = digest_only ? options->digest : options->send;
-  g_autoptr (GError) error = NULL;
-  GSource *kick;
   struct signal_watch *signals;
-  int rc = FERRY_EXIT_OK, out_flags = -1;
-  char hex[2 * BLKHASH_SIZE + 1] = "";
+  int rc = FERRY_EXIT_FAILURE;
 
   signal (SIGPIPE, SIG_IGN);
   s.loop = g_main_loop_new (NULL, FALSE);
   /* From the start: a signal while connecting ends ferry with a message
    * (nbd_export_open), not in silence. */
   signals = signal_watch_new (on_signal, &s);
-  s.export.kicked = &s.kicked;
-  if (!nbd_export_open (&s.export, options, uri, false, &error)) {
-    /* An upload's local half: the parent prints it, and closes the channel
-     * before the remote receiver's line about the empty stream comes. */
-    if (!(options->report_fd > 0 && deferred_line_send (options->report_fd, error->message,
-                                                           NULL)))
-      ferry_error ("%s", error->message);
+  if (open_source (&s, &rc) && prepare_send (&s)) {
+    run_send (&s);
+    if (!s.error)
+      nbd_export_finish (&s.export);
+    signal_watch_free (signals);
+    rc = send_summary (&s);
+  } else {
+    /* The export goes before the signal watch, as it came after it. */
     nbd_export_close (&s.export);
     signal_watch_free (signals);
-    g_main_loop_unref (s.loop);
-    return error->code;
   }
-  nbd_read_queue_init (&s.reads, &s.export, options->in_flight, &s.stats.requests, &s.kicked,
-                       &s.error, sizeof (struct request), clear_request);
-  nbd_read_queue_range (&s.reads, 0, s.ranged ? 0 : s.export.size);
-  s.hashing = !s.ranged && (digest_only || !options->no_verify);
-  if (s.hashing && !blkhash_init (&s.hash, s.export.size, B)) {
-    ferry_error ("cannot set up SHA-256 (libcrypto)");
-    return FERRY_EXIT_FAILURE;
-  }
-  /* SHA-256 of every data byte costs as much as the rest of the copy:
-   * a thread of its own. */
-  if (s.hashing)
-    blkhash_start_worker (&s.hash, &s.kicked);
-  if (!s.raw && !digest_only) {
-    struct stream_header h = { (s.hashing || s.ranged ? STREAM_FLAG_DIGEST : 0) |
-                               (s.delta ? STREAM_FLAG_DELTA : 0), s.export.size, B };
-    stream_encode_header_version (s.preamble, &h, s.ranged ? STREAM_VERSION_RANGES
-                                                           : STREAM_VERSION);
-    s.preamble_len = STREAM_HEADER_SIZE;
-  }
-  if (!digest_only) {
-    struct stat st;
-    s.out_is_pipe = fstat (s.out, &st) == 0 && !S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode);
-    out_flags = s.out_is_pipe ? fcntl (s.out, F_GETFL) : -1;
-    /* Restored at the end: the open file description is our parent's too. */
-    if (out_flags >= 0)
-      fcntl (s.out, F_SETFL, out_flags | O_NONBLOCK);
-    /* Fewer, larger writes into a pipe (best effort; not a pipe: EBADF). */
-    if (s.out_is_pipe)
-      fcntl (s.out, F_SETPIPE_SZ, 1024 * 1024);
-  }
-  s.progress = nbd_stream_progress_new (options, sample_progress, &s);
-  s.stats.start_us = g_get_monotonic_time ();
-
-  kick = nbd_kick_source_new (&s.kicked, pump, &s);
-  schedule_pump (&s);
-  g_main_loop_run (s.loop);
-  gsource_release (kick);
-  if (s.out_watch)
-    gsource_release (s.out_watch);
-  if (out_flags >= 0)
-    fcntl (s.out, F_SETFL, out_flags);
-
-  if (!s.error)
-    nbd_export_finish (&s.export);
-  signal_watch_free (signals);
-  g_clear_pointer (&s.progress, progress_finish);
-  /* Commands that failed because the connection went are told as that. */
-  if (s.export.lost && s.error && s.error->code == FERRY_EXIT_NBD) {
-    g_error_free (s.error);
-    s.error = g_error_copy (s.export.lost);
-  }
-  if (s.error && options->control_fd > 0 && s.error->domain == nbd_range_closed_quark ())
-    nbd_range_wait_for_parent (options->control_fd);
-  if (s.error) {
-    ferry_error ("%s", s.error->message);
-    rc = s.error->code;
-    g_error_free (s.error);
-  } else if (digest_only || (!options->no_verify && !s.ranged)) {
-    blkhash_hex (s.counts.digest, hex);
-  }
-  /* A reader gone is an error like any other (SIGPIPE is ignored). */
-  if (digest_only && rc == FERRY_EXIT_OK &&
-      (printf ("%s  %s\n", hex, s.export.name) < 0 || fflush (stdout) != 0)) {
-    ferry_error ("cannot write the digest to stdout: %s", g_strerror (errno));
-    rc = FERRY_EXIT_IO;
-  }
-  if (options->verbose)
-    nbd_stream_print_summary (mode_name (&s), &s.stats,
-                              options->no_verify && !digest_only ? NULL : hex);
-  /* Reads still in flight when a connection died: libnbd retired them
-   * when it closed, so their buffers are free to go now. */
-  nbd_export_close (&s.export);
-  if (s.hashing)
-    blkhash_clear (&s.hash);
-  nbd_read_queue_clear (&s.reads);
-  g_free (s.blocks);
-  g_free (s.unanswered_blocks);
-  g_free (s.dest_digests);
-  g_main_loop_unref (s.loop);
+  free_sender (&s);
   return rc;
 }
