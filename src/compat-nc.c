@@ -89,40 +89,44 @@ scan (const struct ferry_options *options, const char *host, const char *port,
   return 0;
 }
 
-int
-compat_nc_main (int argc, char **argv)
+/* What nc's flags say, beside the options they set. */
+struct nc_flags {
+  bool unix_socket;           /* -U: the argument is a UNIX socket's path */
+  bool no_stdin;              /* -d: read nothing from stdin */
+  bool zero_io;               /* -z: connect and close at once */
+  bool verbose;               /* -v */
+};
+
+/* netcat-openbsd's flags into @options and @flags; returns -1, or the exit
+ * code when there is nothing to run (-h, a bad flag). */
+static int
+parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_flags *flags)
 {
-  struct ferry_options options;
-  bool unix_socket = false, no_stdin = false, zero_io = false, verbose = false;
-  g_autofree char *address = NULL;
-  const char *host = NULL, *port = NULL;
   int c, seconds;
 
-  g_set_prgname ("nc");
-  ferry_options_init (&options);
   opterr = 0;
   optind = 1;
   while ((c = getopt (argc, argv, ":46dhklNq:Uvw:z")) != -1) {
     switch (c) {
-    case '4': options.connect.family = AF_INET; break;
-    case '6': options.connect.family = AF_INET6; break;
-    case 'd': no_stdin = true; break;
-    case 'k': options.keep_listening = true; break;
-    case 'l': options.listen = true; break;
+    case '4': options->connect.family = AF_INET; break;
+    case '6': options->connect.family = AF_INET6; break;
+    case 'd': flags->no_stdin = true; break;
+    case 'k': options->keep_listening = true; break;
+    case 'l': options->listen = true; break;
     case 'N': break;          /* the default, see above */
-    case 'U': unix_socket = true; break;
-    case 'v': verbose = true; break;
-    case 'z': zero_io = true; break;
+    case 'U': flags->unix_socket = true; break;
+    case 'v': flags->verbose = true; break;
+    case 'z': flags->zero_io = true; break;
     case 'q':
       if (!parse_int ("quit timer", optarg, INT_MIN, &seconds))
         return 1;
-      options.relay.bound_eof_wait = seconds >= 0;
-      options.relay.eof_wait = seconds >= 0 ? (unsigned) seconds : 0;
+      options->relay.bound_eof_wait = seconds >= 0;
+      options->relay.eof_wait = seconds >= 0 ? (unsigned) seconds : 0;
       break;
     case 'w':
       if (!parse_int ("timeout", optarg, 0, &seconds))
         return 1;
-      options.connect.timeout = options.relay.idle_timeout = (unsigned) seconds;
+      options->connect.timeout = options->relay.idle_timeout = (unsigned) seconds;
       break;
     case 'h':
       fputs ("ferry " PACKAGE_VERSION " as nc (the netcat-openbsd options tunnels use)\n",
@@ -136,6 +140,39 @@ compat_nc_main (int argc, char **argv)
       return usage ();
     }
   }
+  return -1;
+}
+
+/* -d: nothing is read, so nothing ends: the socket is not half-closed. */
+static bool
+stdin_from_dev_null (struct ferry_options *options)
+{
+  int devnull = open ("/dev/null", O_RDONLY | O_CLOEXEC);
+
+  if (devnull < 0 || dup2 (devnull, STDIN_FILENO) < 0) {
+    ferry_error ("cannot open /dev/null: %s", g_strerror (errno));
+    return false;
+  }
+  if (devnull != STDIN_FILENO)
+    close (devnull);
+  options->relay.half_close = false;
+  options->relay.bound_eof_wait = false;
+  return true;
+}
+
+int
+compat_nc_main (int argc, char **argv)
+{
+  struct ferry_options options;
+  struct nc_flags flags = { 0 };
+  g_autofree char *address = NULL;
+  const char *host = NULL, *port = NULL;
+  int rc;
+
+  g_set_prgname ("nc");
+  ferry_options_init (&options);
+  if ((rc = parse_flags (argc, argv, &options, &flags)) >= 0)
+    return rc;
   argc -= optind;
   argv += optind;
 
@@ -143,7 +180,7 @@ compat_nc_main (int argc, char **argv)
     ferry_error ("must use -l with -k");
     return 1;
   }
-  if (unix_socket) {
+  if (flags.unix_socket) {
     if (argc != 1)
       return argc == 2 ? (ferry_error ("cannot use port with -U"), 1) : usage ();
     address = g_strconcat ("unix:", argv[0], NULL);
@@ -160,25 +197,14 @@ compat_nc_main (int argc, char **argv)
     address = address_tcp_text (host, port);
   }
   options.address = address;
-  options.relay.verbose = verbose && !zero_io;
+  options.relay.verbose = flags.verbose && !flags.zero_io;
   /* netcat-openbsd 1.219 ends a listening relay at the client's EOF; as a
    * client it keeps sending stdin after the network's EOF. */
   options.relay.remote_eof_ends_local = options.listen;
 
-  if (zero_io && !options.listen)
-    return scan (&options, unix_socket ? NULL : host, port, verbose);
-
-  if (no_stdin) {
-    /* Nothing is read, so nothing ends: the socket is not half-closed. */
-    int devnull = open ("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull < 0 || dup2 (devnull, STDIN_FILENO) < 0) {
-      ferry_error ("cannot open /dev/null: %s", g_strerror (errno));
-      return 1;
-    }
-    if (devnull != STDIN_FILENO)
-      close (devnull);
-    options.relay.half_close = false;
-    options.relay.bound_eof_wait = false;
-  }
+  if (flags.zero_io && !options.listen)
+    return scan (&options, flags.unix_socket ? NULL : host, port, flags.verbose);
+  if (flags.no_stdin && !stdin_from_dev_null (&options))
+    return 1;
   return compat_exit_code (ferry_run (&options));
 }
