@@ -241,10 +241,6 @@ parse_size (struct command_line *cli, const char *name, const char *value,
   return true;
 }
 
-/* --keepalive SECS: TCP keepalive probes after SECS idle, then every SECS;
- * ssh:// sessions also send an ssh keepalive every SECS.  Either way three
- * unanswered ones end the connection.  (An optional argument would swallow
- * the ADDRESS that follows.) */
 /* An image's size in bytes: any, up to 2^63 - 1. */
 static bool
 parse_image_size (struct command_line *cli, const char *name, const char *value,
@@ -259,6 +255,11 @@ parse_image_size (struct command_line *cli, const char *name, const char *value,
   return true;
 }
 
+/* --keepalive SECS: TCP keepalive probes after SECS idle, then every SECS;
+ * ssh:// sessions also send an ssh keepalive every SECS (by default
+ * FERRY_DEFAULT_SSH_KEEPALIVE).  Either way three unanswered ones end the
+ * connection; 0 sends none.  (An optional argument would swallow the
+ * ADDRESS that follows.) */
 static bool
 parse_keepalive (struct command_line *cli, const char *name, const char *value,
                  void *field, GError **error)
@@ -266,11 +267,12 @@ parse_keepalive (struct command_line *cli, const char *name, const char *value,
   char *end;
   guint64 n = g_ascii_strtoull (value, &end, 10);
 
-  (void) cli, (void) name;
-  if (end == value || *end != '\0' || n == 0 || n > 86400)
+  (void) name;
+  if (end == value || *end != '\0' || n > 86400)
     return usage_error (error, "invalid --keepalive '%s': expected seconds between "
-                        "keepalives, 1-86400", value);
+                        "keepalives, 0-86400 (0: none)", value);
   *(unsigned *) field = (unsigned) n;
+  cli->options.connect.keepalive_given = true;
   return true;
 }
 
@@ -379,8 +381,8 @@ static const struct option {
     "On SIGTERM, SIGINT or SIGHUP, give the live relays SECS to deliver (default 10), "
     "or the remote stream mode's halves SECS to end" },
   { "keepalive", 0, GROUP_RELAY, parse_keepalive, FIELD (options.connect.keepalive), "SECS",
-    "Probe an idle peer every SECS (TCP keepalive; ssh keepalive on ssh://); "
-    "3 unanswered end the connection" },
+    "Probe an idle peer every SECS (TCP keepalive; ssh keepalive on ssh://, by "
+    "default every 15); 3 unanswered end the connection; 0: never" },
 
   { "max-connections", 0, GROUP_FORWARD, parse_connections, FIELD (options.max_connections),
     "N", "With a TARGET, relay at most N connections at once; more wait" },

@@ -12,6 +12,8 @@ struct connect_options {
   unsigned keepalive;         /* seconds: probe an idle peer this often, TCP
                                  keepalive or ssh keepalive; 3 unanswered end
                                  the connection.  0: never */
+  bool keepalive_given;       /* --keepalive was given; else ssh sessions
+                                 use FERRY_DEFAULT_SSH_KEEPALIVE */
   int family;                 /* AF_UNSPEC, or AF_INET / AF_INET6 to restrict TCP */
   const char *remote_helper;  /* ssh exec mode: the program run on the server */
   bool ask_password;          /* ssh: also password and keyboard-interactive
@@ -23,6 +25,12 @@ struct connect_options {
                                  keeps the kernel's autotuning.  Set by
                                  ferry_run() */
 };
+
+/* An ssh session's keepalive without --keepalive: a copy that runs
+ * unattended for hours ends within a minute of its link freezing (as when
+ * a NAT drops its state), where OpenSSH's client, without
+ * ServerAliveInterval, waits for ever. */
+#define FERRY_DEFAULT_SSH_KEEPALIVE 15
 
 /* Unanswered TCP keepalive probes that end a connection (--keepalive). */
 #define FERRY_KEEPALIVE_PROBES 3

@@ -250,9 +250,9 @@ ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
   c->events = G_IO_IN;
   c->source->tag = g_source_add_unix_fd (&c->source->source, ssh_get_fd (c->session), c->events);
   gsource_attach (&c->source->source);
-  if (opts->keepalive > 0) {
-    c->keepalive = gsource_timer_new (opts->keepalive, on_keepalive, c);
-  }
+  unsigned keepalive = opts->keepalive_given ? opts->keepalive : FERRY_DEFAULT_SSH_KEEPALIVE;
+  if (keepalive > 0)
+    c->keepalive = gsource_timer_new (keepalive, on_keepalive, c);
   return g_steal_pointer (&c);
 }
 

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A remote copy whose link freezes (the sshd session stopped: no RST, as
+# when a NAT drops its state) ends by itself, exit 24, the keepalives named:
+# a download with no option (the default ssh keepalive, every 15 s, 3
+# unanswered: within about a minute), an upload with --keepalive=1.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-sshd.sh"
+. "$(dirname "$0")/lib-nbd-stream.sh"
+need pgrep
+start_sshd main /usr/bin:/bin
+slow_remote_copy_setup
+REMOTE_HELPER=$T/helper
+host=$(id -un)@127.0.0.1:$SSHD_PORT
+
+# Once the remote ferry runs, stop sshd's processes for the session.
+freezer () {
+    local session frozen
+    wait_until 20 test -s "$T/remote.pid"
+    sleep 1
+    session=$(pgrep -P "$SSHD_PID" | xargs | tr ' ' ,)
+    frozen="${session//,/ } $(pgrep -P "$session" | xargs)"
+    echo "$frozen" > "$T/frozen"
+    kill -STOP $frozen
+}
+thaw () { [ ! -s "$T/frozen" ] || kill -CONT $(cat "$T/frozen") 2> /dev/null || true; }
+cleanup_fn thaw
+
+for way in down up; do
+    rm -f "$T/remote.pid" "$T/frozen"
+    freezer &
+    start=$SECONDS
+    if [ $way = down ]; then
+        remote_copy down "$(uri src)" "$(uri dst)" --request-size=256K --in-flight=256K
+        bound=80
+    else
+        remote_copy up "$(uri src)" "$(uri dst)" --request-size=256K --in-flight=256K --keepalive=1
+        bound=15
+    fi
+    wait $!
+    took=$((SECONDS - start))
+    thaw
+    assert_eq 24 "$REMOTE_RC" "$way: exit code"
+    [ "$took" -le "$bound" ] || fail "$way: took $took s, more than $bound"
+    assert_contains "$T/remote.err" "ssh connection to $host failed: the server answered none of 3 keepalives" \
+        "$way: the message"
+done
