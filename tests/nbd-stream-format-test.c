@@ -249,7 +249,7 @@ test_bad_records (void)
     { 9, 0, B, "unknown record type 9" },
     { STREAM_ZERO, B, B, "record at offset 65536, expected 0" },
     { STREAM_ZERO, 0, 5 * B, "outside the export" },
-    { STREAM_ZERO, 0, 0, "outside the export" },
+    { STREAM_ZERO, 0, 0, "at offset 0 is empty (a record covers at least one byte)" },
     { STREAM_ZERO, 0, 100, "not aligned" },
     { STREAM_END, 0, STREAM_END_BODY_SIZE, "END at offset 0 before" },
   };
@@ -350,7 +350,7 @@ test_delta_bad_records (void)
     { &delta, false, STREAM_SAME, 0, B, "a delta stream (flag DELTA), which this reader" },
     { &plain, true, STREAM_SAME, 0, B, "SAME record in a stream without the DELTA flag" },
     { &delta, true, STREAM_SAME, B, B, "record at offset 65536, expected 0" },
-    { &delta, true, STREAM_SAME, 0, 0, "outside the export" },
+    { &delta, true, STREAM_SAME, 0, 0, "is empty" },
     { &delta, true, STREAM_SAME, 0, 5 * B, "outside the export" },
     { &delta, true, STREAM_SAME, 0, B + 1, "not aligned" },
     { &delta, true, 99, 0, B, "unknown record type 99" },

@@ -211,7 +211,12 @@ check_extent (struct stream_parser *p, struct stream_event *ev, const char *what
 {
   uint64_t block = p->header.block_size;
 
-  if (length == 0 || offset > size || length > size - offset) {
+  if (length == 0) {
+    fail (p, ev, "%s at offset %" PRIu64 " is empty (a record covers at least one byte)",
+          what, offset);
+    return false;
+  }
+  if (offset > size || length > size - offset) {
     fail (p, ev, "%s [%" PRIu64 ", +%" PRIu64 ") outside the export of %" PRIu64 " bytes",
           what, offset, length, size);
     return false;
