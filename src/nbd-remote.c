@@ -643,7 +643,8 @@ report_halves (const struct remote_channel *c, int code)
   g_autofree char *where = remote_failed && c->cut_where ? g_strdup_printf ("; %s", c->cut_where)
                                                          : g_strdup ("");
 
-  if (!remote_failed)
+  /* The relay's idle timeout said why, and the cut stream follows from it. */
+  if (!remote_failed && code != FERRY_EXIT_TIMEOUT)
     print_deferred_line (c);
   if (WIFSIGNALED (c->child_status) && !c->child_silenced)
     ferry_error ("%s%sthe local half was killed by SIG%s", c->rc->ranged ? c->who : "",

@@ -89,6 +89,11 @@ test_copy_exit_code (void)
   g_assert_cmpint (remote_copy_exit_code (true, FERRY_EXIT_NBD, 0, FERRY_EXIT_IO, 0), ==,
                    FERRY_EXIT_NBD);
   g_assert_cmpint (remote_copy_exit_code (true, 0, 0, FERRY_EXIT_IO, 0), ==, FERRY_EXIT_IO);
+  /* The relay's idle timeout: the halves saw its cut. */
+  g_assert_cmpint (remote_copy_exit_code (true, FERRY_EXIT_IO, FERRY_EXIT_REMOTE,
+                                          FERRY_EXIT_TIMEOUT, 0), ==, FERRY_EXIT_TIMEOUT);
+  g_assert_cmpint (remote_copy_exit_code (false, FERRY_EXIT_STREAM, FERRY_EXIT_REMOTE,
+                                          FERRY_EXIT_TIMEOUT, 0), ==, FERRY_EXIT_TIMEOUT);
   /* A stop: halves that stopped, a cut stream and a lost relay are the stop's. */
   g_assert_cmpint (remote_copy_exit_code (true, term, term, 0, term), ==, term);
   g_assert_cmpint (remote_copy_exit_code (false, FERRY_EXIT_STREAM, term, 0, term), ==, term);

@@ -49,6 +49,10 @@ remote_copy_exit_code (bool upload, int local, int remote, int relay, int stop_c
     if (relay != FERRY_EXIT_OK)
       relay = FERRY_EXIT_OK, stopped = true;
   }
+  /* --idle-timeout: the relay gave up on an idle copy, and the halves'
+   * failures (a remote half without a status, a cut stream) follow. */
+  if (relay == FERRY_EXIT_TIMEOUT)
+    return relay;
   if (receiver != FERRY_EXIT_OK && !(receiver == broken && sender != FERRY_EXIT_OK))
     return receiver;
   if (sender != FERRY_EXIT_OK)

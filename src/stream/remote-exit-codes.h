@@ -11,7 +11,8 @@
  * death by that signal, is the stop's. */
 int remote_exit_code (int status, const char *signal, int stop_code);
 
-/* Which side failed: the receiver's failure, unless it only saw the stream
+/* Which side failed: the relay's idle timeout (5), whose cut the halves
+ * only saw; else the receiver's failure, unless it only saw the stream
  * break (21) because the sender had failed first; then the sender's; then
  * the transport's.  After a stop signal (@stop_code, 128 + its number; 0
  * without one), a half that stopped for it, a receiver that saw the stream
