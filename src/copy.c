@@ -32,6 +32,9 @@
 #include "nbd-remote.h"
 #include "relay.h"
 
+/* A digest's hex (SHA-256) and its NUL. */
+#define DIGEST_HEX_SIZE 65
+
 /* One SRC, DST or IMAGE as typed. */
 struct image_arg {
   const char *text;           /* as the user typed it, for messages */
@@ -226,6 +229,11 @@ run_local_copy (const struct nbd_stream_options *o)
 
   sender.receive = NULL;
   receiver.send = NULL;
+  /* '[ CMD ]' serves its own side only, never the other's image. */
+  if (strcmp (sender.send, "[") != 0)
+    sender.command = NULL;
+  if (strcmp (receiver.receive, "[") != 0)
+    receiver.command = NULL;
   /* One progress line: the receiver knows the size from the header. */
   sender.progress.mode = PROGRESS_NEVER;
   if (pipe2 (pipe_fds, O_CLOEXEC) < 0 ||
@@ -327,40 +335,6 @@ setup_remote_copy (struct ferry_options *options, const struct image_arg *src,
   if ((o->dst_format && strcmp (o->dst_format, "raw") != 0) ||
       (o->no_verify && o->streams == 0))
     o->streams = 1;
-}
-
-int
-copy_main (struct ferry_options *options, char **args, int n_args)
-{
-  struct image_arg src = { 0 }, dst = { 0 };
-  struct nbd_stream_options *o = &options->stream;
-  g_autoptr (GError) error = NULL;
-  g_autofree char *path = NULL, *source_name = NULL;
-  int rc = FERRY_EXIT_OK;
-
-  if (n_args != 2)
-    ferry_set_error (&error, FERRY_EXIT_USAGE, "ferry copy takes SRC and DST (see ferry copy "
-                     "--help)");
-  else if (parse_image_arg (args[0], &src, &error) && parse_image_arg (args[1], &dst, &error)) {
-    if (src.address && dst.address)
-      ferry_set_error (&error, FERRY_EXIT_USAGE, "at most one of SRC and DST may be on "
-                       "another host: %s, %s", src.text, dst.text);
-    else if (src.address || dst.address)
-      setup_remote_copy (options, &src, &dst, &path, &source_name);
-    else
-      setup_local_copy (o, &src, &dst, &path, &error);
-  }
-  if (error == NULL && nbd_remote_requested (o) && nbd_stream_validate (o, &error))
-    rc = nbd_remote_main (options);
-  else if (error == NULL && !nbd_remote_requested (o))
-    rc = run_local_copy (o);
-  if (error) {
-    ferry_error ("%s", error->message);
-    rc = error->code;
-  }
-  image_arg_clear (&src);
-  image_arg_clear (&dst);
-  return rc;
 }
 
 /* --- ferry digest --- */
@@ -469,3 +443,107 @@ digest_main (struct ferry_options *options, char **args, int n_args)
   }
   return first_failure;
 }
+
+/* --- ferry copy --- */
+
+/* --check-source: the digest of @image now, read as @format, into @hex. */
+static int
+digest_now (const struct ferry_options *options, const struct image_arg *image,
+            const char *format, char hex[DIGEST_HEX_SIZE])
+{
+  struct ferry_options o = *options;
+  char line[256];
+  int fds[2], saved, code;
+  ssize_t n;
+
+  o.stream.send = o.stream.receive = o.stream.remote_send = o.stream.remote_receive = NULL;
+  if (strcmp (image->path, "[") != 0)
+    o.stream.command = NULL;
+  o.stream.src_format = format;
+  o.stream.progress.mode = PROGRESS_NEVER;
+  o.stream.verbose = false;
+  if (pipe2 (fds, O_CLOEXEC) < 0 || (saved = dup (STDOUT_FILENO)) < 0) {
+    ferry_error ("cannot digest %s: %s", image->text, g_strerror (errno));
+    return FERRY_EXIT_FAILURE;
+  }
+  /* One line, which the pipe holds until the child has exited. */
+  dup2 (fds[1], STDOUT_FILENO);
+  close (fds[1]);
+  code = digest_one (&o, image);
+  dup2 (saved, STDOUT_FILENO);
+  close (saved);
+  n = read (fds[0], line, sizeof line);
+  close (fds[0]);
+  if (code == FERRY_EXIT_OK && n < DIGEST_HEX_SIZE - 1) {
+    ferry_error ("cannot digest %s: no digest came", image->text);
+    return FERRY_EXIT_FAILURE;
+  }
+  memcpy (hex, line, DIGEST_HEX_SIZE - 1);
+  hex[DIGEST_HEX_SIZE - 1] = '\0';
+  return code;
+}
+
+/* A SRC written during the copy leaves DST with a mix of old and new
+ * blocks that no digest of the stream can see: SRC read again, at the end,
+ * must have DST's digest (which the copy verified). */
+static int
+check_source (const struct ferry_options *options, const struct image_arg *src,
+              const struct image_arg *dst)
+{
+  const char *dst_format = options->stream.dst_format ? options->stream.dst_format : "raw";
+  char now[DIGEST_HEX_SIZE], copied[DIGEST_HEX_SIZE];
+  int code;
+
+  if ((code = digest_now (options, src, options->stream.src_format, now)) != FERRY_EXIT_OK ||
+      (code = digest_now (options, dst, dst_format, copied)) != FERRY_EXIT_OK)
+    return code;
+  if (strcmp (now, copied) != 0) {
+    /* A '[ CMD ]' side is named after its program, as its messages are. */
+    const char *src_name = strcmp (src->path, "[") == 0 ? options->stream.command[0] : src->text;
+    const char *dst_name = strcmp (dst->path, "[") == 0 ? options->stream.command[0] : dst->text;
+    ferry_error ("%s changed during the copy: its digest is now %s, %s's is %s (copy a "
+                 "snapshot, or stop what writes to it)", src_name, now, dst_name, copied);
+    return FERRY_EXIT_DIGEST;
+  }
+  return FERRY_EXIT_OK;
+}
+
+int
+copy_main (struct ferry_options *options, char **args, int n_args)
+{
+  struct image_arg src = { 0 }, dst = { 0 };
+  struct nbd_stream_options *o = &options->stream;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *path = NULL, *source_name = NULL;
+  int rc = FERRY_EXIT_OK;
+
+  if (n_args != 2)
+    ferry_set_error (&error, FERRY_EXIT_USAGE, "ferry copy takes SRC and DST (see ferry copy "
+                     "--help)");
+  else if (parse_image_arg (args[0], &src, &error) && parse_image_arg (args[1], &dst, &error)) {
+    if (src.address && dst.address)
+      ferry_set_error (&error, FERRY_EXIT_USAGE, "at most one of SRC and DST may be on "
+                       "another host: %s, %s", src.text, dst.text);
+    else if (src.address || dst.address)
+      setup_remote_copy (options, &src, &dst, &path, &source_name);
+    else
+      setup_local_copy (o, &src, &dst, &path, &error);
+  }
+  if (error == NULL && nbd_remote_requested (o) && nbd_stream_validate (o, &error))
+    rc = nbd_remote_main (options);
+  else if (error == NULL && !nbd_remote_requested (o))
+    rc = run_local_copy (o);
+  if (error == NULL && rc == FERRY_EXIT_OK && o->check_source) {
+    struct image_arg copied = dst;
+    copied.path = path;
+    rc = check_source (options, &src, &copied);
+  }
+  if (error) {
+    ferry_error ("%s", error->message);
+    rc = error->code;
+  }
+  image_arg_clear (&src);
+  image_arg_clear (&dst);
+  return rc;
+}
+

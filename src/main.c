@@ -441,6 +441,9 @@ static const struct option {
   { "source-name", 0, GROUP_STREAM, parse_string, FIELD (options.stream.source_name), "NAME",
     "With --nbd-receive: a DEST path that is a directory means DEST/NAME (ferry copy's "
     "remote half)" },
+  { "check-source", 0, GROUP_STREAM, parse_set, FIELD (options.stream.check_source), NULL,
+    "ferry copy: read SRC's digest again at the end, and fail (exit 22) if it is no longer "
+    "DST's (SRC was written during the copy)" },
   { "image-name", 0, GROUP_STREAM, parse_string, FIELD (options.stream.image_name), "NAME",
     "The name that messages and the digest line give the image (default: as given)" },
   { "raw", 0, GROUP_STREAM, parse_set, FIELD (options.stream.raw), NULL,
@@ -575,6 +578,8 @@ validate_image_command (struct command_line *cli, GError **error)
   if (options->listen || options->keep_listening)
     return usage_error (error, "ferry %s takes no -l/--listen or -k/--keep-open",
                         cli->image_command);
+  if (options->stream.check_source && strcmp (cli->image_command, "copy") != 0)
+    return usage_error (error, "--check-source goes with ferry copy");
   options->stream.progress = options->progress;
   options->stream.verbose = options->relay.verbose;
   return true;
@@ -586,6 +591,8 @@ validate (struct command_line *cli, GError **error)
   struct ferry_options *options = &cli->options;
   bool activated, host_port;
 
+  if (options->stream.check_source)
+    return usage_error (error, "--check-source goes with ferry copy");
   if (nbd_stream_requested (&options->stream))
     return validate_stream (cli, error);
   if (!socket_activation_take (&options->activation, error))

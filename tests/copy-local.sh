@@ -6,7 +6,8 @@
 # (DST/basename(SRC)), the same file (refused, also through a hard link),
 # a missing SRC and a missing DST directory (one line, exit 3, nothing
 # created); a loop device as SRC and as DST; ferry digest of a file, a
-# device and an NBD URI, equal to the reference.
+# device and an NBD URI, equal to the reference; '[ CMD ]' as SRC and as
+# DST.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 M=$((1024 * 1024))
@@ -14,9 +15,10 @@ sparse_image "$T/a.img" 1024 410
 SIZE=$(stat -c %s "$T/a.img")
 want=$(python3 "$CHECK" digest "$T/a.img" "$SIZE")
 
-copy_ok () {  # SRC DST WHAT
-    within 120 "$FERRY" copy "$1" "$2" 2> "$T/err" || fail "$3: $(cat "$T/err")"
-    [ ! -s "$T/err" ] || fail "$3: ferry said: $(cat "$T/err")"
+copy_ok () {  # SRC... DST... WHAT: the last argument says what it is
+    local what=${*: -1}
+    within 120 "$FERRY" copy "${@:1:$#-1}" 2> "$T/err" || fail "$what: $(cat "$T/err")"
+    [ ! -s "$T/err" ] || fail "$what: ferry said: $(cat "$T/err")"
 }
 copy_fails () {  # CODE MESSAGE SRC DST: one line, the code
     local code=$1 message=$2 rc=0; shift 2
@@ -64,6 +66,14 @@ rc=0
 "$FERRY" digest "$T/none.img" "$T/a.img" > "$T/out" 2> "$T/err" || rc=$?
 assert_eq 3 "$rc" "ferry digest with a missing image: the first failure's code"
 assert_eq "$want  $T/a.img" "$(cat "$T/out")" "ferry digest goes on past a missing image"
+
+# '[ CMD ]' on either side serves that side alone.
+rm -f "$T/from-cmd.img"
+copy_ok '[' nbdkit -r file "$T/a.img" ']' "$T/from-cmd.img" "from '[ CMD ]'"
+cmp "$T/a.img" "$T/from-cmd.img" || fail "the copy from '[ CMD ]' differs"
+truncate -s "$SIZE" "$T/to-cmd.img"
+copy_ok "$T/a.img" '[' nbdkit file "$T/to-cmd.img" ']' "into '[ CMD ]'"
+cmp "$T/a.img" "$T/to-cmd.img" || fail "the copy into '[ CMD ]' differs"
 
 # A loop device as DST, then as SRC, and its digest.
 if command -v losetup > /dev/null && [ -e /dev/loop-control ] &&

@@ -53,6 +53,8 @@ struct nbd_stream_options {
   bool destination_is_zero;   /* receiver: skip ZERO records */
   bool allocated;             /* receiver: zero with NO_HOLE */
   bool no_verify;             /* no digest, in the stream or checked */
+  bool check_source;          /* ferry copy --check-source: SRC's digest read
+                                 again at the end must be DST's */
   unsigned connections;       /* --connections=N; 0: up to 4 with multi-conn */
   size_t request_size;        /* --request-size, or the default */
   size_t in_flight;           /* --in-flight, or the default */

@@ -11,11 +11,11 @@ bool
 nbd_export_open (struct nbd_export *e, const struct nbd_stream_options *options,
                  const char *name, bool writing, GError **error)
 {
-  bool nbd = options->command || strstr (name, "://");
+  bool nbd = strcmp (name, "[") == 0 || strstr (name, "://");
 
   e->ops = nbd ? &nbd_export_ops : &file_export_ops;
   /* Messages name the image as the user gave it. */
   e->name = options->image_name ? options->image_name
-           : options->command ? options->command[0] : name;
+           : strcmp (name, "[") == 0 ? options->command[0] : name;
   return e->ops->open (e, options, name, writing, error);
 }

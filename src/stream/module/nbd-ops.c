@@ -5,6 +5,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <string.h>
 
 #include "error.h"
 #include "export-ops.h"
@@ -36,8 +37,8 @@ connect_one (struct nbd_export *e, const struct nbd_stream_options *options,
       nbd_set_uri_allow_local_file (nbd, true) == -1 ||
       ((!writing || options->delta) &&
        nbd_add_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1) ||
-      (options->command ? nbd_connect_systemd_socket_activation (nbd, options->command)
-                        : nbd_connect_uri (nbd, uri)) == -1) {
+      (strcmp (uri, "[") == 0 ? nbd_connect_systemd_socket_activation (nbd, options->command)
+                               : nbd_connect_uri (nbd, uri)) == -1) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot connect to %s: %s",
                  e->name, nbd_get_error () ? nbd_get_error () : g_strerror (errno));
     if (nbd)
@@ -93,7 +94,7 @@ open_export (struct nbd_export *e, const struct nbd_stream_options *options,
                                     nbd_get_block_size (nbd, LIBNBD_SIZE_MAXIMUM), error))
     return false;
   /* A command's server is a child of this one connection. */
-  if (options->command || !e->can_multi_conn)
+  if (strcmp (uri, "[") == 0 || !e->can_multi_conn)
     want = 1;
   while (e->n_conns < want) {
     nbd = connect_one (e, options, uri, writing, error);
