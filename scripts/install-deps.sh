@@ -9,7 +9,7 @@ PACKAGES="
   libglib2.0-dev libssh-dev libnbd-dev libssl-dev
   clang libclang-rt-14-dev
   coreutils procps psmisc iproute2 strace time openssl
-  socat netcat-openbsd ncat
+  socat netcat-openbsd ncat rsync
   nbdkit libnbd-bin qemu-utils
   openssh-server openssh-client
   libvirt-daemon libvirt-clients
