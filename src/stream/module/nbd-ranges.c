@@ -196,40 +196,6 @@ nbd_range_take_grant (struct nbd_range_input *control, struct nbd_range *next, G
 }
 
 bool
-nbd_range_next (int fd, uint64_t size, const struct nbd_range *done, const uint8_t *digests,
-                uint64_t data_bytes, uint64_t same_bytes, struct nbd_range *next,
-                GError **error)
-{
-  struct nbd_range_report report = { size, done ? done->index : -1, data_bytes, same_bytes, 0 };
-  struct nbd_range_grant grant;
-  uint8_t answer[NBD_RANGE_GRANT_SIZE];
-  g_autofree uint8_t *packet = NULL;
-  size_t len;
-  ssize_t n;
-
-  if (done && done->index >= 0)
-    report.n_blocks = nbd_range_blocks (done, B);
-  len = NBD_RANGE_REPORT_SIZE + (size_t) report.n_blocks * STREAM_DIGEST_SIZE;
-  packet = g_malloc (len);
-  nbd_range_report_encode (&report, packet);
-  if (report.n_blocks)
-    memcpy (packet + NBD_RANGE_REPORT_SIZE, digests, len - NBD_RANGE_REPORT_SIZE);
-  do
-    n = send (fd, packet, len, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-  if (n == (ssize_t) len) {
-    do
-      n = recv (fd, answer, sizeof answer, 0);
-    while (n < 0 && errno == EINTR);
-  }
-  if (n < 0 || !nbd_range_grant_decode (answer, n, &grant) ||
-      grant.index == NBD_RANGE_COPY_OVER)
-    return ferry_set_error (error, FERRY_EXIT_FAILURE, "the copy's controller is gone");
-  *next = (struct nbd_range) { grant.index, grant.offset, grant.length };
-  return true;
-}
-
-bool
 nbd_range_hash_start (struct blkhash *hash, const struct nbd_range *range, uint8_t **blocks,
                       bool *kicked, GError **error)
 {

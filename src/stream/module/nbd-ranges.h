@@ -44,12 +44,6 @@ void nbd_range_input_init (struct nbd_range_input *in, int fd, bool *kicked);
 /* The watch and the buffer go. */
 void nbd_range_input_clear (struct nbd_range_input *in);
 
-/* Report @done (@digests, @data_bytes) to the controller on @fd and wait
- * for the next range in *@next (index -1: none left). */
-bool nbd_range_next (int fd, uint64_t size, const struct nbd_range *done,
-                     const uint8_t *digests, uint64_t data_bytes, uint64_t same_bytes,
-                     struct nbd_range *next, GError **error);
-
 /* Report @done (@digests, @data_bytes, @same_bytes; NULL or index -1:
  * none) to the controller on @fd, asking for the next range, which
  * nbd_range_take_grant takes. */
