@@ -22,11 +22,18 @@ section 8), to check that each side validates what the other claims.
                       record past the range), delta-good (a range of SAME
                       only, for a destination that holds good's data),
                       delta-v1 (a version 1 stream with DELTA and a SAME)
+  remote-receiver CASE LOG  play a remote ferry --nbd-receive=DST --ranged
+                      on stdin and stdout, applying nothing: late-answers
+                      (each range's DIGESTS only once two more ranges
+                      began, or nothing came for 0.5 s; appends "held N",
+                      the answers held past two ranges, to LOG)
   remote-sender CASE SIZE   play a remote ferry --nbd-send=SRC --ranged of
                       an export of SIZE bytes on stdin and stdout: early-end
                       (END in answer to the first REQUEST, for a range)
 Exits with FERRY's exit status (sender-peer)."""
 import hashlib
+import os
+import select
 import signal
 import struct
 import subprocess
@@ -40,12 +47,22 @@ SAME = 16
 DIGEST_FLAG, DELTA_FLAG = 1, 2
 
 
+def crc32c_table():
+    table = []
+    for n in range(256):
+        for _ in range(8):
+            n = (n >> 1) ^ (0x82F63B78 & -(n & 1))
+        table.append(n)
+    return table
+
+
+CRC32C_TABLE = crc32c_table()
+
+
 def crc32c(data):
     crc = 0xFFFFFFFF
     for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+        crc = (crc >> 8) ^ CRC32C_TABLE[(crc ^ b) & 0xFF]
     return crc ^ 0xFFFFFFFF
 
 
@@ -175,7 +192,74 @@ def remote_sender(case, size):
     return 0
 
 
+class QuietInput:
+    """A file descriptor read in exact pieces; @on_quiet runs each time
+    nothing came for half a second."""
+
+    def __init__(self, fd, on_quiet):
+        self.fd, self.on_quiet, self.buf = fd, on_quiet, bytearray()
+
+    def read(self, n):
+        while len(self.buf) < n:
+            if not select.select([self.fd], [], [], 0.5)[0]:
+                self.on_quiet()
+                continue
+            piece = os.read(self.fd, 1 << 20)
+            if not piece:
+                raise EOFError
+            self.buf += piece
+        data = bytes(self.buf[:n])
+        del self.buf[:n]
+        return data
+
+
+def remote_receiver(case, log):
+    assert case == "late-answers", case
+    out = sys.stdout.buffer
+    zero_block = hashlib.sha256(bytes(BLOCK)).digest()
+    pending = []      # ranges closed and not answered: [number, offset, digests]
+    held = 0          # answers that waited until two more ranges began
+
+    def answer(upto):
+        while pending and pending[0][0] <= upto:
+            _, offset, digests = pending.pop(0)
+            body = b"".join(digests)
+            out.write(record(DIGESTS, offset, len(body)) + body + struct.pack(">I", crc32c(body)))
+        out.flush()
+
+    into = QuietInput(sys.stdin.fileno(), lambda: answer(float("inf")))
+    into.read(36)     # the header
+    out.write(record(READY, 0, 0))
+    out.flush()
+    begun, digests = 0, []
+    while True:
+        kind, offset, length = struct.unpack(">IQQ", into.read(24)[:20])
+        if kind == RANGE:
+            begun += 1
+            held += sum(1 for p in pending if p[0] <= begun - 2)
+            answer(begun - 2)
+            digests, start = [], offset
+        elif kind == DATA:
+            digests += block_digests(into.read(length))
+        elif kind == ZERO:
+            digests += [zero_block if length - i >= BLOCK else
+                        hashlib.sha256(bytes(length - i)).digest()
+                        for i in range(0, length, BLOCK)]
+        elif kind == RANGE_END:
+            into.read(68)
+            pending.append([begun, start, digests])
+        elif kind == END:
+            into.read(68)
+            answer(float("inf"))
+            break
+    with open(log, "a") as f:
+        f.write(f"held {held}\n")
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "remote-receiver":
+        sys.exit(remote_receiver(sys.argv[2], sys.argv[3]))
     if sys.argv[1] == "remote-sender":
         sys.exit(remote_sender(sys.argv[2], int(sys.argv[3])))
     if sys.argv[1] == "sender-peer":

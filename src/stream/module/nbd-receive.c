@@ -109,6 +109,10 @@ struct receiver {
    * sender for each. */
   int out;                    /* stdout */
   struct nbd_range range;     /* the range asked for, or being applied */
+  struct nbd_range_input control;  /* control_fd: the controller's grants */
+  bool grant_pending;         /* a local half reported a range (or none) and
+                                 waits for the next, on a watch, before it
+                                 reads on */
   bool range_open;            /* between its RANGE and RANGE_END */
   bool range_applied;         /* its RANGE_END was checked: answer once its
                                  commands completed */
@@ -365,9 +369,9 @@ start_dest_digests (struct receiver *r)
     set_failure (r, error);
 }
 
-/* A local half of --streams: report @done (or nothing), get the next
- * range from the controller and ask the sender for it (or for the END).
- * A remote half waits for the sender's RANGE records. */
+/* A local half of --streams: report @done (or nothing) to the controller,
+ * which grants the next range (take_grant).  A remote half waits for the
+ * sender's RANGE records. */
 static bool
 ask_range (struct receiver *r, const struct nbd_range *done)
 {
@@ -375,9 +379,27 @@ ask_range (struct receiver *r, const struct nbd_range *done)
 
   if (r->options->control_fd <= 0)
     return true;
-  if (!nbd_range_next (r->options->control_fd, r->size, done, r->blocks, r->range_data,
-                       r->range_same,
-                       &r->range, &error) ||
+  if (!nbd_range_send_report (r->options->control_fd, r->size, done, r->blocks, r->range_data,
+                         r->range_same, &error)) {
+    set_failure (r, error);
+    return false;
+  }
+  r->grant_pending = true;
+  return true;
+}
+
+/* The controller's grant, if it came: the sender is asked for the range
+ * (or for the END).  False while it has not, or on a failure. */
+static bool
+take_grant (struct receiver *r)
+{
+  GError *error = NULL;
+  enum nbd_range_take taken = nbd_range_take_grant (&r->control, &r->range, &error);
+
+  if (taken == NBD_RANGE_WAIT)
+    return false;
+  r->grant_pending = false;
+  if (taken == NBD_RANGE_FAILED ||
       !nbd_range_write_request (r->out, &r->range, r->size, &error)) {
     set_failure (r, error);
     return false;
@@ -711,6 +733,8 @@ work (struct receiver *r)
   while (!r->error && !r->in_watch) {
     if (!issue_zero (r) || !has_room (r))
       return;
+    if (r->grant_pending && !take_grant (r))
+      return;
     if (r->range_applied) {
       retire (r);
       if (!g_queue_is_empty (&r->commands))
@@ -862,6 +886,7 @@ prepare_receive (struct receiver *r)
   stream_parser_init (&r->parser);
   r->parser.accept_ranges = options->ranged;
   r->parser.allow_delta = options->ranged && options->delta;
+  nbd_range_input_init (&r->control, options->control_fd, &r->kicked);
   r->progress = nbd_stream_progress_new (options, sample_progress, r);
   r->stats.start_us = g_get_monotonic_time ();
   if (options->raw) {
@@ -890,6 +915,7 @@ run_receive (struct receiver *r)
   gsource_release (kick);
   if (r->in_watch)
     gsource_release (r->in_watch);
+  nbd_range_input_clear (&r->control);
   if (r->in_flags >= 0)
     fcntl (r->in, F_SETFL, r->in_flags);
 }

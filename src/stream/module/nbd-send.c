@@ -60,13 +60,38 @@ struct request {
   bool compared;              /* --delta: its blocks were compared with DEST's */
 };
 
+/* --ranged: at most this many ranges sent wait for their receiver's
+ * digests (64 KiB each, for the controller's ranges) before the next range
+ * waits too: a receiver that lags this far holds the sender back. */
+#define UNANSWERED_MAX 4
+
+/* A range sent whose receiver's digests are still to come. */
+struct sent_range {
+  struct nbd_range range;
+  uint8_t *blocks;            /* our block digests of it */
+};
+
+/* --ranged: where the sender stands between its ranges.  Each wait is a
+ * watch on the fd it waits for (nbd_range_input), as the pump's on stdout,
+ * never a block. */
+enum boundary {
+  BOUNDARY_READY,             /* before the first range: the receiver's READY */
+  BOUNDARY_SENDING,           /* a range's records go, up to its end */
+  BOUNDARY_CLOSED,            /* its RANGE_END was queued (or READY came):
+                                 it waits for its answer, and a controller's
+                                 half reports it, once fewer than
+                                 UNANSWERED_MAX wait */
+  BOUNDARY_NEXT,              /* the next range: the controller's grant, or
+                                 (after every answer) the receiver's REQUEST */
+  BOUNDARY_LAST,              /* none left: END, once every answer came */
+};
+
 struct sender {
   const struct nbd_stream_options *options;
   bool digest_only, raw;
   struct nbd_export export;
   GMainLoop *loop;
   int out;                    /* stdout */
-  int in;                     /* stdin: --ranged's return direction */
   bool out_is_pipe;           /* writes may block: poll when they would */
   int out_flags;              /* stdout's file status flags before, put back
                                  at the end; -1 if untouched */
@@ -93,18 +118,17 @@ struct sender {
   /* --ranged (nbd-ranges.h): one range at a time, from the controller
    * (control_fd) or asked for on stdin. */
   bool ranged;
+  enum boundary boundary;     /* where it stands between ranges */
   struct nbd_range range;     /* the range being sent; index -1 before the first */
-  bool range_closed;          /* its RANGE_END was queued */
-  bool ready_seen;            /* the receiver's READY came */
   struct stream_end range_base;   /* s->counts when it began */
   uint8_t *blocks;            /* its block digests (the hash fills them) */
-  /* The range sent before, whose receiver's digests are still to come
-   * (index -1: none): a sender that takes its ranges from the controller
-   * reads them once the next range is sent, so that no range waits a round
-   * trip for the one before; one that reads REQUESTs, which come after
-   * them, at once. */
-  struct nbd_range unanswered;
-  uint8_t *unanswered_blocks; /* its block digests */
+  struct nbd_range_input back;     /* stdin: the receiver's messages */
+  struct nbd_range_input control;  /* control_fd: the controller's grants */
+  /* struct sent_range, oldest first: their answers are taken as they come
+   * (take_answers), so that a range waits a round trip for none before it,
+   * and checked in order.  A sender that reads REQUESTs, which come after
+   * them, has at most one. */
+  GQueue unanswered;
 
   /* --delta (with --ranged): the receiver's digests of each range's DEST
    * come first, and a block whose own digest is the same goes as SAME. */
@@ -219,41 +243,77 @@ take_ahead (struct sender *s)
   }
 }
 
-/* The receiver's digests of the unanswered range against ours, if there
- * is one; false if they did not come, or differ. */
+/* Whether a take came to its message; a failure (in *@error, which the
+ * take set) is kept. */
 static bool
-check_answer (struct sender *s)
+took (struct sender *s, enum nbd_range_take taken, GError **error)
 {
-  GError *error = NULL;
-  uint64_t n = nbd_range_blocks (&s->unanswered, B);
-  g_autofree uint8_t *answer = NULL;
+  if (taken == NBD_RANGE_FAILED)
+    set_failure (s, *error);
+  return taken == NBD_RANGE_TAKEN;
+}
 
-  if (s->unanswered.index < 0)
-    return true;
-  answer = g_malloc (n * STREAM_DIGEST_SIZE);
-  if (!nbd_range_read_digests (s->in, &s->unanswered, answer, &error)) {
-    set_failure (s, error);
-    return false;
-  }
-  for (uint64_t i = 0; i < n; i++)
-    if (memcmp (answer + i * STREAM_DIGEST_SIZE, s->unanswered_blocks + i * STREAM_DIGEST_SIZE,
+/* The receiver's digests of @sent against ours; false if they differ. */
+static bool
+check_answer (struct sender *s, const struct sent_range *sent, const uint8_t *answer)
+{
+  for (uint64_t i = 0; i < nbd_range_blocks (&sent->range, B); i++)
+    if (memcmp (answer + i * STREAM_DIGEST_SIZE, sent->blocks + i * STREAM_DIGEST_SIZE,
                 STREAM_DIGEST_SIZE) != 0) {
       set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_DIGEST,
                                    NBD_RANGE_FMT ": the digest of what the receiver "
                                    "applied differs from %s's, first at offset %" PRIu64,
-                                   NBD_RANGE_ARGS (&s->unanswered), s->export.name,
-                                   s->unanswered.offset + i * B));
+                                   NBD_RANGE_ARGS (&sent->range), s->export.name,
+                                   sent->range.offset + i * B));
       return false;
     }
-  s->unanswered.index = -1;
   return true;
 }
 
+static void
+free_sent_range (void *data)
+{
+  struct sent_range *sent = data;
+
+  g_free (sent->blocks);
+  g_free (sent);
+}
+
+/* --ranged: the answers that came, in order.  While a range waits for
+ * one, the receiver's next message is that answer (it answers each range
+ * before it reads the next: DEST's digests or a REQUEST come after). */
+static void
+take_answers (struct sender *s)
+{
+  struct sent_range *sent;
+
+  /* Already waiting: the watch wakes the pump when more comes. */
+  if (s->back.watch)
+    return;
+  while (!s->error && (sent = g_queue_peek_head (&s->unanswered))) {
+    GError *error = NULL;
+    const uint8_t *answer;
+    if (!took (s, nbd_range_take_digests (&s->back, &sent->range, &answer, &error), &error) ||
+        !check_answer (s, sent, answer))
+      return;
+    free_sent_range (g_queue_pop_head (&s->unanswered));
+  }
+}
+
+/* How many ranges sent wait for their answers, once those that came are
+ * taken (while any waits, a watch does). */
+static unsigned
+count_unanswered (struct sender *s)
+{
+  take_answers (s);
+  return g_queue_get_length (&s->unanswered);
+}
+
 /* --delta, once @r is hashed: its blocks whose digest is DEST's become
- * SAME, and its records are encoded.  The range's DEST digests are read
- * first (blocking: the RANGE record went before); false if they did not
- * come (a failure, or a stop signal, which leaves s->error unset), and
- * then nothing of @r may be written: its records are not encoded. */
+ * SAME, and its records are encoded.  The range's DEST digests are taken
+ * first (the RANGE record went before); false while they have not come
+ * (a watch waits) or on a failure, and then nothing of @r may be written:
+ * its records are not encoded. */
 static bool
 compare_request (struct sender *s, struct request *r)
 {
@@ -262,13 +322,12 @@ compare_request (struct sender *s, struct request *r)
   GError *error = NULL;
 
   if (!s->have_dest_digests) {
+    const uint8_t *dest;
     /* The answer for the range before comes first. */
-    if (!check_answer (s))
+    if (count_unanswered (s) > 0 ||
+        !took (s, nbd_range_take_digests (&s->back, &s->range, &dest, &error), &error))
       return false;
-    if (!nbd_range_read_digests (s->in, &s->range, s->dest_digests, &error)) {
-      set_failure (s, error);
-      return false;
-    }
+    memcpy (s->dest_digests, dest, nbd_range_blocks (&s->range, B) * STREAM_DIGEST_SIZE);
     s->have_dest_digests = true;
   }
   r->segments = g_new (struct segment, (r->read.length + B - 1) / B);
@@ -424,7 +483,7 @@ start_range (struct sender *s, const struct nbd_range *range)
   size_t digests = nbd_range_blocks (range, B) * STREAM_DIGEST_SIZE;
 
   s->range = *range;
-  s->range_closed = false;
+  s->boundary = BOUNDARY_SENDING;
   s->range_base = s->counts;
   s->range_same_base = s->same_bytes;
   nbd_read_queue_range (&s->reads, range->offset, range->offset + range->length);
@@ -445,71 +504,108 @@ start_range (struct sender *s, const struct nbd_range *range)
   s->preamble_pos = 0;
 }
 
-/* --ranged, once the pipeline reached the range's end: close the range
- * with its RANGE_END; once that is written, check the receiver's digests
- * of the range before it (a local half) or of it (a remote one), and open
- * the next range, or end the stream (END, counts zero) once the last
- * answer came.  It blocks for the answer and the next range, with nothing
- * in flight. */
+/* --ranged, once the pipeline reached the range's end: its RANGE_END. */
+static void
+queue_range_end (struct sender *s)
+{
+  struct stream_end e = {
+    s->counts.data_records - s->range_base.data_records,
+    s->counts.zero_records - s->range_base.zero_records,
+    s->counts.data_bytes - s->range_base.data_bytes,
+    s->counts.zero_bytes - s->range_base.zero_bytes, { 0 },
+  };
+
+  blkhash_final (&s->hash, e.digest);
+  s->hashing = false;
+  stream_encode_range_end (s->preamble, s->reads.end, &e);
+  s->preamble_len = STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE;
+  s->preamble_pos = 0;
+  s->boundary = BOUNDARY_CLOSED;
+}
+
+/* The range just closed (if any) waits for its answer, and a controller's
+ * half reports it, with our digests, and asks for the next: a receiver's
+ * that differ fail the copy, whose image digest counts only when every
+ * stream succeeded.  False while too many wait (take_answers watches). */
+static bool
+retire_range (struct sender *s)
+{
+  GError *error = NULL;
+
+  if (count_unanswered (s) >= UNANSWERED_MAX)
+    return false;
+  if (s->options->control_fd > 0 &&
+      !nbd_range_send_report (s->options->control_fd, s->export.size, &s->range, s->blocks,
+                              s->counts.data_bytes - s->range_base.data_bytes,
+                              s->same_bytes - s->range_same_base, &error)) {
+    set_failure (s, error);
+    return false;
+  }
+  if (s->range.index >= 0) {
+    struct sent_range *sent = g_new (struct sent_range, 1);
+    *sent = (struct sent_range) { s->range, g_steal_pointer (&s->blocks) };
+    g_queue_push_tail (&s->unanswered, sent);
+  }
+  return true;
+}
+
+/* The next range in *@next, if it came: the controller's grant, or the
+ * receiver's REQUEST, which follows its answers. */
+static bool
+take_next_range (struct sender *s, struct nbd_range *next)
+{
+  GError *error = NULL;
+
+  if (s->options->control_fd > 0)
+    return took (s, nbd_range_take_grant (&s->control, next, &error), &error);
+  return count_unanswered (s) == 0 &&
+         took (s, nbd_range_take_request (&s->back, s->export.size, next, &error), &error);
+}
+
+/* --ranged, once the pipeline reached the range's end (or before the
+ * first): close the range with its RANGE_END; once that is written, open
+ * the next range, or end the stream (END, counts zero) once every answer
+ * came.  Each wait returns, to come back when its watch fires: the reads
+ * of the next range start as soon as it is known, and no range waits for
+ * the answers of those before it. */
 static void
 ranged_step (struct sender *s)
 {
   GError *error = NULL;
   struct nbd_range next;
 
-  if (s->range.index >= 0 && !s->range_closed) {
-    struct stream_end e = {
-      s->counts.data_records - s->range_base.data_records,
-      s->counts.zero_records - s->range_base.zero_records,
-      s->counts.data_bytes - s->range_base.data_bytes,
-      s->counts.zero_bytes - s->range_base.zero_bytes, { 0 },
-    };
-    blkhash_final (&s->hash, e.digest);
-    s->hashing = false;
-    stream_encode_range_end (s->preamble, s->reads.end, &e);
-    s->preamble_len = STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE;
-    s->preamble_pos = 0;
-    s->range_closed = true;
+  switch (s->boundary) {
+  case BOUNDARY_SENDING:
+    queue_range_end (s);
     return;
-  }
-  if (s->range.index < 0 && !s->ready_seen) {
-    if (!nbd_range_read_ready (s->in, &error)) {
-      set_failure (s, error);
+  case BOUNDARY_READY:
+    if (!took (s, nbd_range_take_ready (&s->back, &error), &error))
+      return;
+    s->boundary = BOUNDARY_CLOSED;
+    /* fall through */
+  case BOUNDARY_CLOSED:
+    if (!retire_range (s))
+      return;
+    s->boundary = BOUNDARY_NEXT;
+    /* fall through */
+  case BOUNDARY_NEXT:
+    if (!take_next_range (s, &next))
+      return;
+    if (next.index >= 0) {
+      start_range (s, &next);
       return;
     }
-    s->ready_seen = true;
+    s->boundary = BOUNDARY_LAST;
+    /* fall through */
+  case BOUNDARY_LAST:
+    if (count_unanswered (s) > 0)
+      return;
+    struct stream_end none = { 0 };
+    stream_encode_end (s->preamble, s->export.size, &none);
+    s->preamble_len = STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE;
+    s->preamble_pos = 0;
+    s->end_queued = true;
   }
-  if (!check_answer (s))
-    return;
-  /* (Once: a stop may end the wait below, and a call come again.) */
-  if (s->range.index >= 0 && s->blocks) {
-    g_free (s->unanswered_blocks);
-    s->unanswered = s->range;
-    s->unanswered_blocks = g_steal_pointer (&s->blocks);
-  }
-  /* The controller hears of the range at once, with our digests: a
-   * receiver's that differ fail the copy, whose image digest counts only
-   * when every stream succeeded. */
-  if (s->options->control_fd > 0
-      ? !nbd_range_next (s->options->control_fd, s->export.size, &s->unanswered,
-                         s->unanswered_blocks, s->counts.data_bytes - s->range_base.data_bytes,
-                         s->same_bytes - s->range_same_base, &next, &error)
-      : !check_answer (s) || !nbd_range_read_request (s->in, s->export.size, &next, &error)) {
-    if (error)
-      set_failure (s, error);
-    return;
-  }
-  if (next.index >= 0) {
-    start_range (s, &next);
-    return;
-  }
-  if (!check_answer (s))
-    return;
-  struct stream_end none = { 0 };
-  stream_encode_end (s->preamble, s->export.size, &none);
-  s->preamble_len = STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE;
-  s->preamble_pos = 0;
-  s->end_queued = true;
 }
 
 /* Write what is ready, in order; false if the writer must wait. */
@@ -576,6 +672,8 @@ pump (gpointer data)
     blkhash_collect (&s->hash);
   if (s->delta && s->hashing && !s->error)
     take_ahead (s);
+  if (s->ranged && !s->error)
+    take_answers (s);
   if (!s->error)
     write_ready (s);
   /* Zero ranges from the map are done at once: write them now. */
@@ -695,6 +793,8 @@ prepare_send (struct sender *s)
   nbd_read_queue_init (&s->reads, &s->export, options->in_flight, &s->stats.requests,
                        &s->kicked, &s->error, sizeof (struct request), clear_request);
   nbd_read_queue_range (&s->reads, 0, s->ranged ? 0 : s->export.size);
+  nbd_range_input_init (&s->back, STDIN_FILENO, &s->kicked);
+  nbd_range_input_init (&s->control, options->control_fd, &s->kicked);
   s->hashing = !s->ranged && (s->digest_only || !options->no_verify);
   if (s->hashing && !blkhash_init (&s->hash, s->export.size, B)) {
     s->hashing = false;
@@ -730,6 +830,8 @@ run_send (struct sender *s)
   gsource_release (kick);
   if (s->out_watch)
     gsource_release (s->out_watch);
+  nbd_range_input_clear (&s->back);
+  nbd_range_input_clear (&s->control);
   restore_stdout (s);
 }
 
@@ -780,7 +882,7 @@ free_sender (struct sender *s)
     blkhash_clear (&s->hash);
   nbd_read_queue_clear (&s->reads);
   g_free (s->blocks);
-  g_free (s->unanswered_blocks);
+  g_queue_clear_full (&s->unanswered, free_sent_range);
   g_free (s->dest_digests);
   g_main_loop_unref (s->loop);
 }
@@ -790,10 +892,10 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
 {
   struct sender s = { .options = options, .digest_only = digest_only,
                       .raw = options->raw && !digest_only, .out = STDOUT_FILENO,
-                      .in = STDIN_FILENO, .out_flags = -1,
+                      .out_flags = -1,
                       .ranged = options->ranged && !digest_only,
                       .delta = options->ranged && options->delta && !digest_only,
-                      .range = { -1, 0, 0 }, .unanswered = { -1, 0, 0 } };
+                      .range = { -1, 0, 0 }, .unanswered = G_QUEUE_INIT };
   struct signal_watch *signals;
   int rc = FERRY_EXIT_FAILURE;
 
