@@ -343,7 +343,8 @@ static const struct option {
   option_parse_fn *parse;
   size_t field;               /* FIELD (options.x): where parse stores the value */
   const char *arg;            /* the value's name in --help; NULL for a flag */
-  const char *help;
+  const char *help;           /* NULL: an option between ferry's own halves
+                                 (the remote copy's), hidden from --help */
 } option_table[] = {
   { "listen", 'l', GROUP_MAIN, parse_set, FIELD (options.listen), NULL,
     "Listen on ADDRESS and relay a connection with stdio" },
@@ -425,8 +426,7 @@ static const struct option {
   { "delta", 0, GROUP_STREAM, parse_set, FIELD (options.stream.delta), NULL,
     "With --streams (2 or more): send only the 64 KiB blocks whose digest differs from "
     "the destination's (a resumed or refreshed copy)" },
-  { "ranged", 0, GROUP_STREAM, parse_set, FIELD (options.stream.ranged), NULL,
-    "With --nbd-send/--nbd-receive: the ranged stream of --streams (the remote half)" },
+  { "ranged", 0, GROUP_STREAM, parse_set, FIELD (options.stream.ranged), NULL, NULL },
   { "nbd-digest", 0, GROUP_STREAM, parse_string, FIELD (options.stream.digest), "IMAGE",
     "Print the block-hash digest (SHA-256, 64 KiB blocks) of an NBD export, a local "
     "file or a block device" },
@@ -436,11 +436,8 @@ static const struct option {
   { "dst-format", 0, GROUP_STREAM, parse_string, FIELD (options.stream.dst_format), "FORMAT",
     "A DEST path's format: raw (the default; never probed) or one of qemu's" },
   { "create-size", 0, GROUP_STREAM, parse_image_size, FIELD (options.stream.create_size),
-    "BYTES", "With --nbd-receive and --dst-format: create a DEST that does not exist, "
-    "BYTES large (qemu-img create; ferry copy's remote half)" },
-  { "source-name", 0, GROUP_STREAM, parse_string, FIELD (options.stream.source_name), "NAME",
-    "With --nbd-receive: a DEST path that is a directory means DEST/NAME (ferry copy's "
-    "remote half)" },
+    "BYTES", NULL },
+  { "source-name", 0, GROUP_STREAM, parse_string, FIELD (options.stream.source_name), "NAME", NULL },
   { "check-source", 0, GROUP_STREAM, parse_set, FIELD (options.stream.check_source), NULL,
     "ferry copy: read SRC's digest again at the end, and fail (exit 22) if it is no longer "
     "DST's (SRC was written during the copy)" },
@@ -505,7 +502,8 @@ option_group_new (struct command_line *cli, enum option_group group)
     entries[n++] = (GOptionEntry) {
       .long_name = o->long_name, .short_name = o->short_name,
       .flags = (o->arg ? 0 : G_OPTION_FLAG_NO_ARG)
-             | (o->parse == parse_filename ? G_OPTION_FLAG_FILENAME : 0),
+             | (o->parse == parse_filename ? G_OPTION_FLAG_FILENAME : 0)
+             | (o->help ? 0 : G_OPTION_FLAG_HIDDEN),
       .arg = G_OPTION_ARG_CALLBACK, .arg_data = on_option,
       .description = o->help, .arg_description = o->arg,
     };
