@@ -44,7 +44,11 @@ rc=0; wait_exit 60 "$ferry" || rc=$?
 assert_eq 0 "$rc" "ferry exit code"
 wait_exit 10 "$reader" || fail "reader exited $?"
 slow_rss=$(cat "$T/slow-rss")
-limit=$(rss_limit 24576)
+# Under ASan, libssh's allocation per packet while the reader is slow
+# grows the quarantine and the allocator's caches: 58 to 78 MiB measured,
+# so 32 MiB more there (104 MiB), still below the 136 that holding all 96
+# MiB would take.
+limit=$(rss_limit 24576 32768)
 [ "$stopped_rss" -lt "$limit" ] || fail "RSS with stdout stopped is $stopped_rss KiB, over $limit KiB"
 [ "$slow_rss" -lt "$limit" ] || fail "RSS with stdout read slowly reached $slow_rss KiB, over $limit KiB"
 [ "$cpu_pct" -lt 5 ] || fail "CPU with stdout stopped was $cpu_pct%, over 5%"
