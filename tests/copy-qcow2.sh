@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # ferry copy with qcow2 at either end, served by qemu-nbd that ferry starts
 # itself: a qcow2 SRC found by its header, a missing qcow2 DST created at
-# SRC's size, its holes unallocated clusters; a qcow2 with a backing file
-# as SRC; ferry digest of a qcow2 equal to python3's over the raw bytes;
-# and qemu-nbd missing from PATH: one line that names the program, the
+# SRC's size, its holes unallocated clusters; qcow2 to raw and raw to
+# qcow2, holes kept; a qcow2 with a backing file as SRC; ferry digest of
+# a qcow2 equal to python3's over the raw bytes; and qemu-nbd missing from PATH: one line that names the program, the
 # host and the Debian package, exit 3.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
@@ -40,6 +40,18 @@ within 60 "$FERRY" copy --dst-format=qcow2 "$T/overlay.qcow2" "$T/flat.qcow2" ||
 qemu-img compare "$T/overlay.qcow2" "$T/flat.qcow2" >&2 || fail "the overlay's copy differs"
 [ "$(qemu-img info --output=json "$T/flat.qcow2" | grep -c backing-filename)" = 0 ] ||
     fail "the copy has a backing file"
+
+# qcow2 -> a new raw file: the guest's bytes, its holes kept as holes.
+within 60 "$FERRY" copy "$T/base.qcow2" "$T/base.img" || fail "qcow2 -> raw"
+qemu-img compare -f qcow2 -F raw "$T/base.qcow2" "$T/base.img" >&2 || fail "the raw copy differs"
+assert_eq "$((10 * M)) $((15 * M))
+$((255 * M)) $((256 * M))" "$(data_map "$T/base.img")" "the raw copy's SEEK_DATA map"
+
+# raw -> a new qcow2: its holes stay unallocated clusters.
+rm -f "$T/back.qcow2"
+within 60 "$FERRY" copy --dst-format=qcow2 "$T/base.img" "$T/back.qcow2" || fail "raw -> qcow2"
+qemu-img compare -f raw -F qcow2 "$T/base.img" "$T/back.qcow2" >&2 || fail "the qcow2 copy of raw differs"
+assert_eq $((6 * M)) "$(allocated "$T/back.qcow2")" "allocated bytes in the qcow2 copy of raw"
 
 # ferry digest: one sha256sum-style line per image, as typed.
 want=$(raw_digest "$T/overlay.qcow2")
