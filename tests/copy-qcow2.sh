@@ -3,8 +3,9 @@
 # itself: a qcow2 SRC found by its header, a missing qcow2 DST created at
 # SRC's size, its holes unallocated clusters; qcow2 to raw and raw to
 # qcow2, holes kept; a qcow2 with a backing file as SRC; ferry digest of
-# a qcow2 equal to python3's over the raw bytes; and qemu-nbd missing from PATH: one line that names the program, the
-# host and the Debian package, exit 3.
+# a qcow2 equal to python3's over the raw bytes; and qemu-nbd missing
+# from PATH: one line that names the program, the host and the Debian
+# package, exit 3.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 need qemu-nbd qemu-io
