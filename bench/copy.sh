@@ -352,7 +352,7 @@ times_of () {  # FILE -> "CPU-SECONDS MAX-RSS-KIB COUNT" over its processes
     awk 'NF == 4 && $2 ~ /^[0-9.]+$/ { cpu += $2 + $3; if ($4 > rss) rss = $4; n++ }
          END { printf "%.3f %d %d", cpu, rss, n }' "$1" 2>/dev/null || echo "0 0 0"
 }
-wire () { od -An -tu8 "$T/wire" | awk '{ print $1 + $2 }'; }
+wire () { od -An -tu8 "$T/wire" | awk '{ printf "%.0f\n", $1 + $2 }'; }
 # One run into $T/raw (round 0: the warm-up, not in the medians):
 # round scenario name status seconds "cpu rss n" local, remote, wire bytes,
 # DST's allocated bytes, why it is not ok.
