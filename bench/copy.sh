@@ -5,8 +5,10 @@
 #
 #   local-sparse  SIZE-LOCAL file, 10% of its 64 KiB blocks data, to a new file:
 #                   ferry copy A B  vs  nbdcopy A B, cp --sparse=always A B
+#                   (ferry ends with fdatasync: nbdcopy --flush is the durable
+#                   like for like)
 #   local-dense   SIZE-DENSE file, every block data: ferry copy, ferry copy
-#                   --no-verify  vs  nbdcopy
+#                   --no-verify  vs  nbdcopy, nbdcopy --flush
 #   digest        ferry digest of the SIZE-LOCAL file  vs  sha256sum, blksum
 #   upload        SIZE-REMOTE file, 25% data, to a new file on the ssh host:
 #                   ferry copy A HOST:B  vs  rsync -S, scp
@@ -218,8 +220,8 @@ tf () { timed env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" "$@"; }
 S=$T/img/sparse.img D=$T/img/dense.img Q=$T/img/quarter.img QC=$T/img/disk.qcow2
 LB=$T/local/b.img RB=$T/remote/b.img RR=$T/remote/resync.img
 
-contenders_local_sparse=(ls-ferry ls-nbdcopy ls-cp)
-contenders_local_dense=(ld-ferry-nv ld-ferry ld-nbdcopy)
+contenders_local_sparse=(ls-ferry ls-nbdcopy ls-nbdcopy-flush ls-cp)
+contenders_local_dense=(ld-ferry-nv ld-ferry ld-nbdcopy ld-nbdcopy-flush)
 contenders_digest=(dg-ferry dg-sha256sum dg-blksum)
 contenders_upload=(up-ferry up-rsync up-scp)
 contenders_download=(down-ferry down-rsync down-scp)
@@ -230,6 +232,7 @@ label () {
     ls-ferry|ld-ferry) echo "ferry copy A B" ;;
     ld-ferry-nv) echo "ferry copy --no-verify A B" ;;
     ls-nbdcopy|ld-nbdcopy) echo "nbdcopy A B" ;;
+    ls-nbdcopy-flush|ld-nbdcopy-flush) echo "nbdcopy --flush A B" ;;
     ls-cp) echo "cp --sparse=always A B" ;;
     dg-ferry) echo "ferry digest A" ;;
     dg-sha256sum) echo "sha256sum A" ;;
@@ -250,10 +253,12 @@ run_contender () {  # NAME
     case $1 in
     ls-ferry) tf copy "$S" "$LB" ;;
     ls-nbdcopy) timed nbdcopy "$S" "$LB" ;;
+    ls-nbdcopy-flush) timed nbdcopy --flush "$S" "$LB" ;;
     ls-cp) timed cp --sparse=always "$S" "$LB" ;;
     ld-ferry) tf copy "$D" "$LB" ;;
     ld-ferry-nv) tf copy --no-verify "$D" "$LB" ;;
     ld-nbdcopy) timed nbdcopy "$D" "$LB" ;;
+    ld-nbdcopy-flush) timed nbdcopy --flush "$D" "$LB" ;;
     dg-ferry) tf digest "$S" ;;
     dg-sha256sum) timed sha256sum "$S" ;;
     dg-blksum) timed blksum "$S" ;;
@@ -485,8 +490,10 @@ for name in order:
           + (f"| {statistics.median(alloc) / mib:.1f} " if alloc else "| - ")
           + f"| {len(got)} |")
 rows = [  # ferry, against, target
-    ("ls-ferry", "ls-nbdcopy", ">= 1.0x"), ("ls-ferry", "ls-cp", "-"),
-    ("ld-ferry-nv", "ld-nbdcopy", ">= 0.9x"), ("ld-ferry", "ld-nbdcopy", "- (report)"),
+    ("ls-ferry", "ls-nbdcopy", ">= 1.0x"), ("ls-ferry", "ls-nbdcopy-flush", "- (durable both)"),
+    ("ls-ferry", "ls-cp", "-"),
+    ("ld-ferry-nv", "ld-nbdcopy", ">= 0.9x"), ("ld-ferry-nv", "ld-nbdcopy-flush", "- (durable both)"),
+    ("ld-ferry", "ld-nbdcopy", "- (report)"),
     ("dg-ferry", "dg-sha256sum", ">= 20x"), ("dg-ferry", "dg-blksum", "-"),
     ("up-ferry", "up-rsync", ">= 5x"), ("up-ferry", "up-scp", ">= 5x"),
     ("down-ferry", "down-rsync", ">= 5x"), ("down-ferry", "down-scp", ">= 5x"),
