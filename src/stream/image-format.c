@@ -90,17 +90,16 @@ image_virtual_size (const char *path, const char *format, uint64_t *size, GError
   return ok;
 }
 
+/* @absolute: see image_resolve. */
 static char **
-qemu_nbd_command (const char *path, const char *format, bool writing)
+qemu_nbd_command (const char *absolute, const char *format, bool writing)
 {
   GPtrArray *argv = g_ptr_array_new ();
 
   g_ptr_array_add (argv, g_strdup ("qemu-nbd"));
   g_ptr_array_add (argv, g_strdup_printf ("--format=%s", format));
   g_ptr_array_add (argv, g_strdup (writing ? "--discard=unmap" : "--read-only"));
-  /* Absolute, so that qemu never takes a "json:" or "nbd:" prefix of a
-   * relative name for a protocol. */
-  g_ptr_array_add (argv, g_canonicalize_filename (path, NULL));
+  g_ptr_array_add (argv, g_strdup (absolute));
   g_ptr_array_add (argv, NULL);
   return (char **) g_ptr_array_free (argv, FALSE);
 }
@@ -118,14 +117,16 @@ find_qemu_program (const char *program, const char *what, GError **error)
   return found;
 }
 
+/* @absolute: see image_resolve; @path: as given, for messages. */
 static bool
-create_image (const char *path, const char *format, uint64_t size, GError **error)
+create_image (const char *absolute, const char *path, const char *format, uint64_t size,
+              GError **error)
 {
   g_autofree char *what = g_strdup_printf ("creating %s", path);
   g_autofree char *qemu_img = find_qemu_program ("qemu-img", what, error);
   g_autofree char *size_arg = g_strdup_printf ("%" G_GUINT64_FORMAT, size);
   g_autofree char *err = NULL;
-  const char *argv[] = { "qemu-img", "create", "-q", "-f", format, path, size_arg, NULL };
+  const char *argv[] = { "qemu-img", "create", "-q", "-f", format, absolute, size_arg, NULL };
   int status;
 
   if (qemu_img == NULL)
@@ -144,7 +145,7 @@ bool
 image_resolve (const struct image_request *q, struct image_resolved *out, GError **error)
 {
   const char *format = q->format;
-  g_autofree char *what = NULL, *qemu_nbd = NULL;
+  g_autofree char *what = NULL, *qemu_nbd = NULL, *absolute = NULL;
 
   out->command = NULL;
   out->created = false;
@@ -161,15 +162,18 @@ image_resolve (const struct image_request *q, struct image_resolved *out, GError
   what = g_strdup_printf ("%s is %s: serving it", out->path, format);
   if ((qemu_nbd = find_qemu_program ("qemu-nbd", what, error)) == NULL)
     return false;
+  /* Absolute for qemu-img and qemu-nbd, so that qemu never takes a
+   * "json:" or "nbd:" prefix of a relative name for a protocol. */
+  absolute = g_canonicalize_filename (out->path, NULL);
   if (!g_file_test (out->path, G_FILE_TEST_EXISTS)) {
     if (!q->writing || q->create_size == 0)
       return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", out->path,
                               g_strerror (ENOENT));
-    if (!create_image (out->path, format, q->create_size, error))
+    if (!create_image (absolute, out->path, format, q->create_size, error))
       return false;
     out->created = true;
   }
-  out->command = qemu_nbd_command (out->path, format, q->writing);
+  out->command = qemu_nbd_command (absolute, format, q->writing);
   return true;
 }
 
