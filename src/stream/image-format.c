@@ -43,19 +43,15 @@ image_format_probe (const char *path, GError **error)
 {
   uint8_t header[PROBE_BYTES] = { 0 };
   int fd = open (path, O_RDONLY | O_CLOEXEC);
-  ssize_t n;
+  ssize_t n = fd < 0 ? -1 : pread (fd, header, sizeof header, 0);
 
-  if (fd < 0) {
+  /* A directory opens, and its read fails: "cannot open" either way. */
+  if (n < 0)
     ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", path, g_strerror (errno));
-    return NULL;
-  }
-  n = pread (fd, header, sizeof header, 0);
-  if (n < 0) {
-    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", path, g_strerror (errno));
+  if (fd >= 0)
     close (fd);
+  if (n < 0)
     return NULL;
-  }
-  close (fd);
   for (size_t i = 0; i < G_N_ELEMENTS (magics); i++) {
     const struct magic *m = &magics[i];
     if ((size_t) n >= m->offset + m->length &&

@@ -175,7 +175,7 @@ resolve_image_path (struct nbd_stream_options *o, struct image_resolved *image,
   /* A new image reads as zeros: the ZERO records need no writes. */
   if (image->created && !o->delta)
     o->destination_is_zero = true;
-  if (o->image_name == NULL || *path == o->image_name)
+  if (o->image_name == NULL)
     o->image_name = image->path;
   *path = image->path;
   if (image->command) {
