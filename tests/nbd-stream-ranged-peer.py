@@ -21,7 +21,9 @@ section 8), to check that each side validates what the other claims.
                       delta streams (the DELTA flag): delta-outside (a SAME
                       record past the range), delta-good (a range of SAME
                       only, for a destination that holds good's data),
-                      delta-v1 (a version 1 stream with DELTA and a SAME)
+                      delta-v1 (a version 1 stream with DELTA and a SAME);
+                      big-record (a valid version 1 stream whose image
+                      is one DATA record of SIZE bytes)
   remote-receiver CASE LOG  play a remote ferry --nbd-receive=DST --ranged
                       on stdin and stdout, applying nothing: late-answers
                       (each range's DIGESTS only once two more ranges
@@ -148,7 +150,22 @@ def sender_peer(case, argv):
     return ferry.wait()
 
 
+def big_record_stream(size):
+    """One DATA record of the whole image, written a block at a time."""
+    out = sys.stdout.buffer
+    blocks = [bytes([i % 251]) * BLOCK for i in range(size // BLOCK)]
+    digests = b"".join(hashlib.sha256(b).digest() for b in blocks)
+    out.write(header(size, version=1) + record(DATA, 0, size))
+    for b in blocks:
+        out.write(b)
+    digest = hashlib.sha256(digests + size.to_bytes(8, "little")).digest()
+    out.write(record(END, size, 68) + end_body(1, 0, size, 0, digest))
+    return 0
+
+
 def forged_stream(case, size):
+    if case == "big-record":
+        return big_record_stream(size)
     length = 2 * BLOCK
     data = bytes(range(256)) * (length // 256)
     digest = hashlib.sha256(b"".join(block_digests(data)) + length.to_bytes(8, "little")).digest()

@@ -4,7 +4,8 @@
  * Records arrive in offset order and never overlap, so their writes and
  * zeroes can all be in flight at once, up to a byte bound for writes and
  * a count per connection.  The stream is read only while there is room;
- * a ZERO record too large for the room left is issued piece by piece. */
+ * a DATA or ZERO record too large for the room left is taken piece by
+ * piece. */
 #include <config.h>
 
 #include <glib-unix.h>
@@ -38,7 +39,8 @@
  * payload, whose rest is then read straight into its record. */
 #define HEADER_READ (64 * 1024)
 
-/* A DATA record's (or a raw piece's) bytes, shared by its writes. */
+/* A piece of a DATA record or of raw input, at most a request's bytes,
+ * shared by its writes. */
 struct payload {
   unsigned refs;              /* the record's, each write's, and the hash's */
   uint64_t size;              /* of @data, counted in the receiver's @held */
@@ -78,8 +80,8 @@ struct receiver {
   bool truncated;             /* the failure: stdin ended before the END record */
   uint64_t size;              /* the image's size: the stream's, or (raw) the export's
                                  (UINT64_MAX: a regular file, which grows) */
-  struct payload *record;     /* the DATA record (raw: the piece) being filled */
-  uint64_t record_offset, record_length, record_have;
+  struct payload *record;     /* the piece being filled (start_piece) */
+  uint64_t record_offset, record_length, record_have;   /* the piece's */
   uint64_t zero_pos, zero_end;   /* a ZERO range still to issue */
   uint64_t raw_pos;           /* --raw: image bytes read so far */
   uint8_t *zero_buffer;       /* for servers that cannot zero */
@@ -285,7 +287,8 @@ issue_writes (struct receiver *r, struct payload *p, uint64_t offset,
            data + pos);
 }
 
-/* A whole DATA record (or raw piece) is in @r->record: hash and write it.
+/* A whole piece of a DATA record (or raw input) is in @r->record: hash and
+ * write it.
  * Raw pieces are scanned: their zero blocks become zero requests. */
 static void
 apply_record (struct receiver *r, bool scan)
@@ -326,9 +329,14 @@ apply_record (struct receiver *r, bool scan)
   r->record = NULL;
 }
 
+/* The next piece of a DATA record (or of raw input) at @offset, with
+ * @left bytes of it to come: at most a request, so that a record of any
+ * size is held within --in-flight (has_room waits between pieces). */
 static void
-start_record (struct receiver *r, uint64_t offset, uint64_t length)
+start_piece (struct receiver *r, uint64_t offset, uint64_t left)
 {
+  uint64_t length = MIN (left, r->export.request_size);
+
   r->record = g_malloc (sizeof *r->record + length);
   r->record->refs = 1;
   r->record->size = length;
@@ -537,6 +545,29 @@ check_header (struct receiver *r)
   return true;
 }
 
+/* A DATA event's bytes go into the record's pieces, each applied when
+ * full. */
+static void
+take_data (struct receiver *r, const struct stream_event *ev)
+{
+  uint64_t record_end = ev->record_offset + ev->record_length;
+
+  for (uint64_t done = 0; done < ev->length;) {
+    uint64_t n;
+    if (!r->record)
+      start_piece (r, ev->offset + done, record_end - (ev->offset + done));
+    n = MIN (ev->length - done, r->record_length - r->record_have);
+    /* Unless read_input put it there. */
+    if (ev->data + done != r->record->data + r->record_have)
+      memcpy (r->record->data + r->record_have, ev->data + done, n);
+    r->record_have += n;
+    done += n;
+    if (r->record_have == r->record_length)
+      apply_record (r, false);
+  }
+  r->range_data += ev->length;
+}
+
 /* Parse the buffered input up to one event and act on it. */
 static void
 consume_stream (struct receiver *r)
@@ -560,15 +591,7 @@ consume_stream (struct receiver *r)
     check_header (r);
     break;
   case STREAM_EVENT_DATA:
-    if (!r->record)
-      start_record (r, ev.record_offset, ev.record_length);
-    /* Unless read_input put it there. */
-    if (ev.data != r->record->data + r->record_have)
-      memcpy (r->record->data + r->record_have, ev.data, ev.length);
-    r->record_have += ev.length;
-    r->range_data += ev.length;
-    if (r->record_have == r->record_length)
-      apply_record (r, false);
+    take_data (r, &ev);
     break;
   case STREAM_EVENT_ZERO:
     if (r->hashing)
@@ -622,7 +645,7 @@ consume_raw (struct receiver *r)
     return;
   }
   if (!r->record)
-    start_record (r, r->raw_pos, MIN (r->export.request_size, r->size - r->raw_pos));
+    start_piece (r, r->raw_pos, r->size - r->raw_pos);
   n = MIN (n, r->record_length - r->record_have);
   memcpy (r->record->data + r->record_have, r->in_data + r->input_pos, n);
   r->record_have += n;
@@ -671,10 +694,11 @@ read_input (struct receiver *r)
   /* A payload goes straight into its record, saving a copy of every byte
    * (as nbdcopy's readers fill the buffers they write from). */
   if (!r->options->raw && p->state == STREAM_IN_PAYLOAD) {
+    uint64_t record_end = p->record_offset + p->record_length;
     if (!r->record)
-      start_record (r, p->record_offset, p->record_length);
+      start_piece (r, record_end - p->payload_left, p->payload_left);
     to = r->record->data + r->record_have;
-    cap = p->payload_left;
+    cap = MIN (p->payload_left, r->record_length - r->record_have);
   } else if (!r->options->raw) {
     cap = HEADER_READ;
   }
