@@ -113,6 +113,8 @@ struct remote_copy {
                                  the relays are gone, the exit code is the stop's */
   GSource *stop_timer;        /* the drain timeout, then the cut's grace */
   struct remote_channel *failed;   /* the first channel that failed */
+  char *link_lost;            /* why the ssh session died, or NULL: its one
+                                 line is copy_result's */
   struct range_controller *ranges;   /* --streams: the controller, which
                                         also holds the copy's own failure
                                         (its error); NULL without */
@@ -283,6 +285,8 @@ end_relay (struct remote_channel *c, int exit_code)
 
   c->relay_done = true;
   c->relay_code = exit_code;
+  if (c->rc->link_lost == NULL)
+    c->rc->link_lost = g_strdup (endpoint_ssh_link_failure (c->channel));
   c->remote_status = endpoint_ssh_exit_status (c->channel);
   c->remote_signal = g_strdup (signal);
   c->end_us = g_get_monotonic_time ();
@@ -788,6 +792,8 @@ relay_copy (const struct ferry_options *options, const struct address *address,
    * which would leave the echo off.  The local halves see their pipes
    * close, and end without a word. */
   rc->conn = ferry_ssh_conn_new (address, &options->connect, error);
+  if (rc->conn)
+    ferry_ssh_conn_report_failure_myself (rc->conn);
   started = rc->conn && start_channel (rc, &rc->ch[0], error);
   if (rc->all_started)
     g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
@@ -908,6 +914,36 @@ print_streams_summary (struct remote_copy *rc, bool complete)
                   " saved=%" PRIu64 " bytes", blocks, blocks - same, same, done->same_bytes);
 }
 
+/* Whether every half ended well and DST is complete: no line printed. */
+static bool
+copy_succeeded (const struct remote_copy *rc, int stop_code)
+{
+  if (rc->failed || (rc->ranges && range_controller_error (rc->ranges)))
+    return false;
+  for (unsigned i = 0; i < rc->n; i++)
+    if (!rc->ch[i].aborted && channel_code (&rc->ch[i], stop_code) != FERRY_EXIT_OK)
+      return false;
+  return !rc->ranged || range_controller_check_complete (rc->ranges, NULL);
+}
+
+/* The session died: that is the one cause, whatever each half then saw
+ * (no status, a cut stream), in one line with how far DST is complete
+ * where this side knows it. */
+static int
+report_link_lost (const struct remote_copy *rc)
+{
+  g_autoptr (GError) missing = NULL;
+  const char *where = NULL;
+
+  if (rc->ranged && !range_controller_check_complete (rc->ranges, &missing))
+    where = missing->message;
+  else if (!rc->upload)
+    where = rc->ch[0].cut_where;
+  ferry_error ("ssh connection to %s lost: %s%s%s", rc->ch[0].channel_name, rc->link_lost,
+               where ? "; " : "", where ? where : "");
+  return FERRY_EXIT_LINK_LOST;
+}
+
 /* The exit code of the whole copy, and the lines that explain it. */
 static int
 copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
@@ -922,6 +958,8 @@ copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
       print_deferred_line (&rc->ch[i]);
     return stop_code;
   }
+  if (rc->link_lost && !copy_succeeded (rc, stop_code))
+    return report_link_lost (rc);
   if (error) {
     ferry_error ("%s", error->message);
     return error->code;
@@ -1026,6 +1064,7 @@ free_copy (struct remote_copy *rc, struct signal_watch *signals)
     g_free (c->cut_reason);
     g_free (c->cut_where);
   }
+  g_free (rc->link_lost);
   g_clear_pointer (&rc->stop_timer, gsource_release);
   signal_watch_free (signals);
   g_main_loop_unref (rc->loop);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A remote copy whose link freezes (the sshd session stopped: no RST, as
-# when a NAT drops its state) ends by itself, exit 24, the keepalives named:
+# when a NAT drops its state) ends by itself, exit 25 (the link lost), the keepalives named in one line:
 # a download with no option (the default ssh keepalive, every 15 s, 3
 # unanswered: within about a minute), an upload with --keepalive=1.
 . "$(dirname "$0")/lib.sh"
@@ -39,8 +39,9 @@ for way in down up; do
     wait $!
     took=$((SECONDS - start))
     thaw
-    assert_eq 24 "$REMOTE_RC" "$way: exit code"
+    assert_eq 25 "$REMOTE_RC" "$way: exit code"
+    assert_eq 1 "$(wc -l < "$T/remote.err")" "$way: lines"
     [ "$took" -le "$bound" ] || fail "$way: took $took s, more than $bound"
-    assert_contains "$T/remote.err" "ssh connection to $host failed: the server answered none of 3 keepalives" \
+    assert_contains "$T/remote.err" "ssh connection to $host lost: the server answered none of 3 keepalives" \
         "$way: the message"
 done

@@ -21,6 +21,8 @@ enum ferry_exit {
   /* The remote stream mode (--remote-nbd-send, --remote-nbd-receive): the
    * remote half failed.  3 and 20 to 23 are the local half's. */
   FERRY_EXIT_REMOTE = 24,     /* the remote ferry could not run, or failed otherwise */
+  FERRY_EXIT_LINK_LOST = 25,  /* the ssh session died mid-copy (reset, keepalives
+                                 unanswered, its sshd killed) */
   FERRY_EXIT_REMOTE_NBD = 30, /* the remote half's 3 or 20: its export failed */
   /* 31 to 33: the remote half's 21 to 23 */
   FERRY_EXIT_REMOTE_STREAM = 31,

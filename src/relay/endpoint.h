@@ -56,6 +56,10 @@ struct endpoint_ops {
    * holds when the session ends).  The relay waits, and hears of the change
    * through @ready.  NULL: never. */
   bool (*delivering) (struct endpoint *ep);
+  /* Optional: why reads fail now was already said on stderr (an ssh
+   * session's death, reported once for all its channels), so a failed read
+   * adds no line of its own.  NULL: never. */
+  bool (*failure_reported) (struct endpoint *ep);
 };
 
 struct endpoint {
@@ -100,6 +104,12 @@ static inline bool
 endpoint_delivering (struct endpoint *ep)
 {
   return ep->ops->delivering ? ep->ops->delivering (ep) : false;
+}
+
+static inline bool
+endpoint_failure_reported (struct endpoint *ep)
+{
+  return ep->ops->failure_reported ? ep->ops->failure_reported (ep) : false;
 }
 
 /* Shared by every endpoint kind's free(). */

@@ -145,7 +145,8 @@ pump_read_failed (struct pump *p, int err)
 {
   struct relay *relay = p->relay;
 
-  if (!(err == ECONNRESET && relay->config.peers_report_loss))
+  if (!(err == ECONNRESET && relay->config.peers_report_loss) &&
+      !endpoint_failure_reported (p->src))
     ferry_error ("%s%scannot read from %s: %s", label_prefix (relay),
                  label_sep (relay), p->src->name, g_strerror (err));
   p->src_done = true;

@@ -278,6 +278,15 @@ channel_endpoint_peer_gone (struct endpoint *ep)
   return ferry_ssh_conn_is_dead (se->conn) || ssh_channel_is_closed (se->channel);
 }
 
+/* The session's death was reported, for every channel at once. */
+static bool
+channel_endpoint_failure_reported (struct endpoint *ep)
+{
+  struct channel_endpoint *se = (struct channel_endpoint *) ep;
+
+  return ferry_ssh_conn_is_dead (se->conn);
+}
+
 /* After our EOF, the server's close says that it has written everything
  * out: before that, ending the session would lose what sshd holds. */
 static bool
@@ -348,6 +357,7 @@ static const struct endpoint_ops ssh_ops = {
   .exit_code = channel_endpoint_exit_code,
   .peer_gone = channel_endpoint_peer_gone,
   .delivering = channel_endpoint_delivering,
+  .failure_reported = channel_endpoint_failure_reported,
 };
 
 /* One non-blocking libssh request, repeated by ferry_ssh_conn_wait. */
@@ -621,6 +631,13 @@ endpoint_ssh_exit_signal (struct endpoint *ep)
 {
   g_return_val_if_fail (ep->ops == &ssh_ops, NULL);
   return ((struct channel_endpoint *) ep)->exit_signal;
+}
+
+const char *
+endpoint_ssh_link_failure (struct endpoint *ep)
+{
+  g_return_val_if_fail (ep->ops == &ssh_ops, NULL);
+  return ferry_ssh_conn_failure (((struct channel_endpoint *) ep)->conn);
 }
 
 bool

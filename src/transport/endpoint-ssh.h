@@ -28,6 +28,7 @@ struct ferry_ssh_conn *ferry_ssh_conn_new (const struct address *address,
                                GError **error);
 void ferry_ssh_conn_unref (struct ferry_ssh_conn *conn);
 const char *ferry_ssh_conn_name (struct ferry_ssh_conn *conn);
+void ferry_ssh_conn_report_failure_myself (struct ferry_ssh_conn *conn);
 
 /* @command (quoted for the remote shell already) run over an exec channel
  * on @conn, an authenticated session (ferry_ssh_conn_new), for the remote
@@ -54,6 +55,8 @@ int endpoint_ssh_exit_status (struct endpoint *ep);
 /* An exec channel's remote command was killed by this signal (RFC 4254's
  * name, without "SIG": "TERM"), or NULL. */
 const char *endpoint_ssh_exit_signal (struct endpoint *ep);
+/* Why the channel's session failed (ferry_ssh_conn_failure), or NULL. */
+const char *endpoint_ssh_link_failure (struct endpoint *ep);
 /* Send signal @name ("TERM") to an exec channel's remote command: OpenSSH's
  * sshd (7.9 and later) delivers it to the command's process group.  False
  * if the channel or the session is gone, or the request could not be

@@ -43,6 +43,8 @@ struct ferry_ssh_conn {
   guint64 heard_bytes;        /* counter.in_bytes at the last keepalive tick */
   unsigned missed;            /* keepalive ticks in a row with nothing heard */
   bool dead;
+  char *failure;              /* why it died; NULL while alive */
+  bool owner_reports_failure; /* ferry_ssh_conn_report_failure_myself */
 };
 
 static void conn_die (struct ferry_ssh_conn *c, const char *reason);
@@ -139,13 +141,16 @@ static GSourceFuncs conn_source_funcs = {
   .dispatch = conn_dispatch,
 };
 
-/* Report the failure once; every client then finds it from its next
- * operation, and the source dispatches once more to wake them. */
+/* Report the failure once (or keep it for the owner); every client then
+ * finds it from its next operation, and the source dispatches once more to
+ * wake them. */
 static void
 conn_die (struct ferry_ssh_conn *c, const char *reason)
 {
   c->dead = true;
-  ferry_error ("ssh connection to %s failed: %s", c->name, reason);
+  c->failure = g_strdup (reason);
+  if (!c->owner_reports_failure)
+    ferry_error ("ssh connection to %s failed: %s", c->name, reason);
   g_clear_pointer (&c->keepalive, gsource_release);
   if (c->source && c->source->tag) {
     g_source_remove_unix_fd (&c->source->source, c->source->tag);
@@ -286,6 +291,7 @@ ferry_ssh_conn_unref (struct ferry_ssh_conn *c)
     ssh_free (c->session);
   g_ptr_array_unref (c->clients);
   g_free (c->name);
+  g_free (c->failure);
   g_free (c);
 }
 
@@ -305,6 +311,18 @@ bool
 ferry_ssh_conn_is_dead (struct ferry_ssh_conn *c)
 {
   return c->dead;
+}
+
+void
+ferry_ssh_conn_report_failure_myself (struct ferry_ssh_conn *c)
+{
+  c->owner_reports_failure = true;
+}
+
+const char *
+ferry_ssh_conn_failure (struct ferry_ssh_conn *c)
+{
+  return c->failure;
 }
 
 guint64

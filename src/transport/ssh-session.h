@@ -43,8 +43,14 @@ void ferry_ssh_conn_unref (struct ferry_ssh_conn *conn);
 ssh_session ferry_ssh_conn_session (struct ferry_ssh_conn *conn);
 /* "USER@HOST:PORT", for messages. */
 const char *ferry_ssh_conn_name (struct ferry_ssh_conn *conn);
-/* The session failed (reported once, on stderr). */
+/* The session failed (reported once, on stderr, unless the owner reports
+ * it: ferry_ssh_conn_report_failure_myself). */
 bool ferry_ssh_conn_is_dead (struct ferry_ssh_conn *conn);
+/* The owner will report a failure of the session itself, in one line with
+ * what the failure cost (the remote copy: how far DST is complete). */
+void ferry_ssh_conn_report_failure_myself (struct ferry_ssh_conn *conn);
+/* Why the session failed ("Socket error: disconnected"), or NULL. */
+const char *ferry_ssh_conn_failure (struct ferry_ssh_conn *conn);
 /* Bytes libssh has read from the session's socket so far. */
 guint64 ferry_ssh_conn_bytes_in (struct ferry_ssh_conn *conn);
 

@@ -67,6 +67,11 @@ write_all (int fd, const void *buf, size_t len, GError **error)
     } else if (n < 0 && errno == EAGAIN) {
       if (!wait_fd (fd, POLLOUT, error))
         return false;
+    } else if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+      /* As a read's EOF: the other half (or the link) ended. */
+      g_set_error (error, nbd_range_closed_quark (), FERRY_EXIT_STREAM,
+                   "the stream's channel closed");
+      return false;
     } else if (n < 0 && errno != EINTR) {
       return ferry_set_error (error, FERRY_EXIT_IO, "cannot write to the stream's channel: %s",
                               g_strerror (errno));

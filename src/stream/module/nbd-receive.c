@@ -962,9 +962,11 @@ receive_summary (struct receiver *r, bool flushed)
   if (r->error) {
     g_autofree char *where = where_complete (r, flushed);
     rc = r->error->code;
-    /* A download's local half: the remote sender's end explains a stream
-     * cut short, and the parent says so on one line. */
-    if (!(r->truncated && options->report_fd > 0 &&
+    /* A download's local half: the remote sender's end (or the link's)
+     * explains a stream cut short or a return direction closed, and the
+     * parent says so on one line. */
+    bool cut = r->truncated || r->error->domain == nbd_range_closed_quark ();
+    if (!(cut && options->report_fd > 0 &&
           deferred_line_send (options->report_fd, r->error->message, where)))
       ferry_error ("%s%s%s", r->error->message, where ? "; " : "", where ? where : "");
     g_clear_error (&r->error);

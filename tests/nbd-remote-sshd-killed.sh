@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The sshd session of a remote copy killed at 10 points of the copy, each
+# way, with 1 and 4 streams (issue 25): the copy never hangs, and ends with
+# exit 25 and exactly one line, which names the host and, where this side
+# knows it, how far DST is complete (a download's offset, the ranges).  A
+# download's DST matches SRC up to the offset it names.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-sshd.sh"
+. "$(dirname "$0")/lib-nbd-stream.sh"
+need pkill
+start_sshd main /usr/bin:/bin
+slow_remote_copy_setup
+REMOTE_HELPER=$T/helper
+host=root@127.0.0.1:$SSHD_PORT
+
+# Every remote ferry appends its PID to $T/remote.pids.
+cat > "$T/helper" <<HELPER
+#!/bin/sh
+echo \$\$ >> "$T/remote.pids"
+exec "$FERRY" "\$@"
+HELPER
+# The remote ferries have read or written POINT x 384 KiB of their streams
+# (read(2) and write(2) on stdin and stdout): then kill sshd's processes for
+# the session (the listener stays).
+moved () {  # BYTES
+    local n
+    n=$(for pid in $(cat "$T/remote.pids"); do cat "/proc/$pid/io" 2> /dev/null; done |
+        awk '/^[rw]char:/ { n += $2 } END { print n + 0 }')
+    [ "$n" -ge "$1" ]
+}
+killer () {  # POINT
+    wait_until 20 test -s "$T/remote.pids"
+    wait_until 20 moved $(($1 * 393216))
+    pkill -KILL -P "$SSHD_PID"
+}
+tries=0
+for streams in ${STREAMS_LIST:-1 4}; do
+    for way in ${WAYS:-up down}; do
+        for point in 1 2 3 4 5 6 7 8 9 10; do
+            what="$way, --streams=$streams, point $point"
+            rm -f "$T/remote.pids"
+            killer "$point" &
+            start=$SECONDS
+            if [ $way = up ]; then
+                remote_copy up "$(uri src)" "$(uri dst)" --request-size=256K --in-flight=256K \
+                    --streams=$streams 2> /dev/null
+            else
+                remote_copy down "$(uri src)" "$(uri dst)" --request-size=256K --in-flight=256K \
+                    --streams=$streams 2> /dev/null
+            fi
+            wait $!
+            [ $((SECONDS - start)) -le 20 ] || fail "$what: took $((SECONDS - start)) s"
+            assert_eq 25 "$REMOTE_RC" "$what: exit code ($(cat "$T/remote.err"))"
+            assert_eq 1 "$(wc -l < "$T/remote.err")" "$what: lines ($(cat "$T/remote.err"))"
+            grep -q "^ferry: ssh connection to $host lost: " "$T/remote.err" ||
+                fail "$what: the line: $(cat "$T/remote.err")"
+            if [ $streams = 4 ]; then
+                grep -q "; the streams ended with [0-9]* of [0-9]* ranges copied" "$T/remote.err" ||
+                    fail "$what: no ranges in the line: $(cat "$T/remote.err")"
+            fi
+            complete=$(sed -nE 's/.* is complete up to offset ([0-9]+) .*/\1/p' "$T/remote.err")
+            if [ $way = down ] && [ $streams = 1 ] && [ -n "$complete" ]; then
+                rm -f "$T/src.raw" "$T/dst.raw"
+                nbdcopy "$(uri src)" "$T/src.raw"
+                nbdcopy "$(uri dst)" "$T/dst.raw"
+                cmp -n "$complete" "$T/src.raw" "$T/dst.raw" || fail "$what: DST differs before offset $complete"
+                rm -f "$T/src.raw" "$T/dst.raw"
+            fi
+            ! pgrep -f -- "--remote-helper=$T/helper" > /dev/null ||
+                fail "$what: a local half is left: $(pgrep -af -- "--remote-helper=$T/helper")"
+            echo "$what ($((SECONDS - start)) s): $(cat "$T/remote.err")"
+            tries=$((tries + 1))
+        done
+    done
+done
+echo "$tries copies cut, each one line and exit 25"
