@@ -1,5 +1,5 @@
 #!/bin/sh
-# Build ferry's Debian packages, ferry and ferry-compat (README, "Installing"):
+# Build ferry's Debian packages, ferry and ferry-compat (README, "Install"):
 # installs what is missing (scripts/install-deps.sh), then runs
 # dpkg-buildpackage -us -uc -b on a copy of the tree in a temporary
 # directory, so that only the packages are written: into OUTDIR (default:

@@ -13,7 +13,7 @@ definitions, matched as identifiers in A's code).  It prints:
 A level is a unit's height: 0 for a unit that uses nobody, else one more
 than the highest of those it uses.  An edge back up runs from a unit to one
 on its own level or above, which only a cycle can make.  The layout's rules
-(README.md, Layout) are: no cycle and no edge back up, anywhere.
+(HACKING.md, Layout) are: no cycle and no edge back up, anywhere.
 
   scripts/structure.py [--edges] [--longest N] [--check] [SRC_DIR]
 

@@ -15,7 +15,7 @@
 bool nbd_remote_requested (const struct nbd_stream_options *options);
 
 /* Runs the copy to or from @options->address (an ssh:// session address)
- * and returns the exit code: the failing side's (README.md, "Remote
+ * and returns the exit code: the failing side's (ferry(1), "The remote
  * stream mode"). */
 int nbd_remote_main (const struct ferry_options *options);
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Debian packages, as README's "Installing" builds them (scripts/package.sh:
+# The Debian packages, as README's "Install" builds them (scripts/package.sh:
 # dpkg-buildpackage on a copy of the source tree), then their contents and links (dpkg-deb -c), their dependencies, lintian,
 # and the unpacked ferry (dpkg -x, never installed) through a real 64 MiB
 # tunnel, directly and as nc (debian/tests/tunnel, the autopkgtest).

@@ -4,7 +4,7 @@
 # reported (a use-after-free: ASan reports it, and a release build with
 # glibc's tcache off and MALLOC_PERTURB_ crashes on it).  Each round: a
 # client sends, half-closes, reads the echo to EOF and at once SIGTERMs a
-# `-l -k` forwarder; then the README's `nbdcopy -- [ ferry --nbd unix:SRC ]`,
+# `-l -k` forwarder; then ferry(1)'s `nbdcopy -- [ ferry --nbd unix:SRC ]`,
 # whose nbdcopy SIGTERMs ferry as the copy ends.  Every run exits 0.
 . "$(dirname "$0")/lib.sh"
 need python3
@@ -65,7 +65,7 @@ print(f"{rounds - bad} of {rounds} rounds clean", file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
 
-# The README's form: nbdcopy SIGTERMs its [ CMD ] when the copy is done.
+# ferry(1)'s form: nbdcopy SIGTERMs its [ CMD ] when the copy is done.
 command -v nbdkit >/dev/null && command -v nbdcopy >/dev/null || exit 0
 bg nbdkit -f -U "$T/src.sock" pattern 4M
 wait_for_socket "$T/src.sock"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The layout's rules (README.md, "Layout"): no cycle and no edge back up in
+# The layout's rules (HACKING.md, "Layout"): no cycle and no edge back up in
 # the include-and-call graph of src/, over the whole tree, inside every
 # folder and between the folders (scripts/structure.py --check); and no
 # source of ferry's executable includes libnbd.h, which belongs to the

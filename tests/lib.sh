@@ -92,7 +92,7 @@ need () { for t in "$@"; do command -v "$t" >/dev/null 2>&1 || skip "$t is not i
 bg () { "$@" & track $!; }
 # A background job of this non-interactive shell starts with SIGINT and
 # SIGQUIT ignored (POSIX), and ferry leaves a stop signal that was ignored
-# when it started alone (README, Signals): a test that sends them starts its
+# when it started alone (ferry(1), SIGNALS): a test that sends them starts its
 # ferry as `$DFL "$FERRY" ... &` (env execs it: $! is ferry's PID).
 DFL="env --default-signal=INT,QUIT"
 # Remember a background job started directly, as in `CMD <fifo >out & track $!`

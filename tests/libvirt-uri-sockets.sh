@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# libvirt URIs resolve to the socket libvirt 9.x would use (the README's
-# table).  Runs in a private mount namespace with a tmpfs over /run, so the
+# libvirt URIs resolve to the socket libvirt 9.x would use (ferry(1)'s
+# LIBVIRT URIS).  Runs in a private mount namespace with a tmpfs over /run, so the
 # real /var/run/libvirt paths are used without touching the host.  Socket
 # files are fake (bound, not listening): the "cannot connect to 'PATH'"
 # message names the path ferry chose.  Where libvirt's own virt-ssh-helper

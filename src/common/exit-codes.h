@@ -1,5 +1,5 @@
 /* ferry: documented exit codes, shared by every personality.
- * Keep in sync with README.md and ferry.1. */
+ * Keep in sync with ferry.1 (EXIT STATUS). */
 #ifndef FERRY_EXIT_CODES_H
 #define FERRY_EXIT_CODES_H
 

@@ -106,11 +106,11 @@ pump_fail (struct pump *p, const char *action, int err)
   p->fail_action = action;
   p->fail_err = err;
   /* A reader that went away after taking every byte read lost nothing,
-   * as head(1) after its bytes: not an error (README.md, "End of stream"). */
+   * as head(1) after its bytes: not an error (ferry(1), END OF STREAM). */
   if (!(gone && lost == 0))
     pump_report_failure (p, lost);
   /* The remote end's peer is gone completely: local's further bytes could
-   * only be dropped, so local is read no more (README.md, "End of stream"). */
+   * only be dropped, so local is read no more (ferry(1), END OF STREAM). */
   if (p == &relay->up && gone)
     p->src_done = true;
   buffer_discard (p->buf);

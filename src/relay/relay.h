@@ -13,7 +13,7 @@
  *    The name "client" of forward's accepted endpoint and the command
  *    line's TARGET are user-visible, so they stay.
  *
- * End-of-stream rules (README.md, "End of stream"); an EOF ends one
+ * End-of-stream rules (ferry(1), END OF STREAM); an EOF ends one
  * direction only, whichever end sends it:
  *  - local EOF: deliver what was read to remote, then half-close remote
  *    (unless half_close is false); keep relaying down.

@@ -112,7 +112,7 @@ void nbd_stream_keep_freed_memory (void);
 struct progress *nbd_stream_progress_new (const struct nbd_stream_options *options,
                                           progress_sample_fn sample, void *data);
 
-/* Signals in the stream modes, by the relay's rules (README, Signals;
+/* Signals in the stream modes, by the relay's rules (ferry(1), SIGNALS;
  * the watch is signal-watch.h's, set up by nbd_send_main and
  * nbd_receive_main). */
 enum nbd_stream_signal {
