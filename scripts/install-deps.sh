@@ -15,7 +15,7 @@ PACKAGES="
   libvirt-daemon libvirt-clients
   systemd
   build-essential debhelper dpkg-dev fakeroot lintian autopkgtest libssl-dev
-  bash-completion util-linux universal-ctags
+  bash-completion util-linux universal-ctags valgrind
   python3-matplotlib
 "
 
