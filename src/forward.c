@@ -81,7 +81,11 @@ forward_finish (struct forward *f, int exit_code)
   f->finished = true;
   g_clear_pointer (&f->idle_exit, gsource_release);
   g_clear_pointer (&f->drain_timer, gsource_release);
-  if (f->stop_code)
+  /* With connections cut off, the line says why the exit code is not 0. */
+  if (f->stop_code && f->cut)
+    ferry_error ("stopped by %s: %u live connections drained, %u cut off",
+                 f->signal_name, f->drained, f->cut);
+  else if (f->stop_code)
     ferry_report ("stopped by %s: %u live connections drained, %u cut off",
                   f->signal_name, f->drained, f->cut);
   if (f->options->relay.verbose) {

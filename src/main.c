@@ -131,6 +131,8 @@ struct command_line {
   const char *image_command;      /* "copy" or "digest" (copy.h); NULL: neither */
   struct ferry_options options;   /* the option table writes here */
   bool version;                   /* -V: print the version, run nothing */
+  int verbose;                    /* -v given this many times */
+  bool quiet;                     /* -q */
   char **args;                    /* the arguments: ADDRESS, or LISTEN [TARGET] */
   int n_args;
   GPtrArray *strings;             /* owns the string values in @options */
@@ -150,6 +152,16 @@ parse_set (struct command_line *cli, const char *name, const char *value,
 {
   (void) cli, (void) name, (void) value, (void) error;
   *(bool *) field = true;
+  return true;
+}
+
+/* -v, -vv: an int field, counting. */
+static bool
+parse_count_up (struct command_line *cli, const char *name, const char *value,
+                void *field, GError **error)
+{
+  (void) cli, (void) name, (void) value, (void) error;
+  ++*(int *) field;
   return true;
 }
 
@@ -352,8 +364,11 @@ static const struct option {
     "With -l, accept another connection after each one" },
   { "readonly", 'r', GROUP_MAIN, parse_set, FIELD (options.readonly), NULL,
     "With a libvirt URI ADDRESS: the daemon's read-only socket" },
-  { "verbose", 'v', GROUP_MAIN, parse_set, FIELD (options.relay.verbose), NULL,
-    "Print statistics for each direction at exit" },
+  { "quiet", 'q', GROUP_MAIN, parse_set, FIELD (quiet), NULL,
+    "Print nothing but errors: no progress line, summary or notice" },
+  { "verbose", 'v', GROUP_MAIN, parse_count_up, FIELD (verbose), NULL,
+    "Print a summary at exit (statistics for each direction); -vv also a line "
+    "per connection, channel and range" },
   { "version", 'V', GROUP_MAIN, parse_set, FIELD (version), NULL,
     "Print the version and exit" },
 
@@ -535,6 +550,12 @@ parse_argv (struct command_line *cli, int argc, char **argv, GError **error)
     return false;
   cli->args = argv + 1;
   cli->n_args = argc - 1;
+  if (cli->quiet && cli->verbose)
+    return usage_error (error, "-q/--quiet and -v/--verbose contradict each other");
+  /* The one verbosity level (message.h); the relay's and the stream
+   * mode's summaries follow it. */
+  ferry_set_verbosity (cli->quiet ? FERRY_QUIET : MIN (cli->verbose, FERRY_DETAIL));
+  cli->options.relay.verbose = ferry_verbosity () >= FERRY_VERBOSE;
   return true;
 }
 
@@ -597,7 +618,7 @@ validate (struct command_line *cli, GError **error)
     return false;
   activated = options->activation.n_fds > 0;
   if (cli->n_args < 1)
-    return usage_error (error, "missing ADDRESS (see --help)");
+    return usage_error (error, "missing ADDRESS");
   if (activated && (options->listen || cli->n_args > 1))
     return usage_error (error, "socket-activated (LISTEN_FDS=%d): expected "
                         "'ferry [OPTIONS] TARGET', without -l", options->activation.n_fds);
@@ -607,7 +628,7 @@ validate (struct command_line *cli, GError **error)
               address_is_host_port (cli->args[0], cli->args[1]);
   if (cli->n_args > 2 || (cli->n_args == 2 && !options->listen && !host_port))
     return usage_error (error, "unexpected argument '%s': expected ADDRESS, HOST PORT, "
-                        "or -l LISTEN [TARGET] (see --help)",
+                        "or -l LISTEN [TARGET]",
                         cli->args[options->listen || host_port ? 2 : 1]);
   if (options->keep_listening && !options->listen && !activated)
     return usage_error (error, "-k/--keep-open needs -l/--listen");
@@ -735,7 +756,11 @@ main (int argc, char **argv)
   } else {
     rc = ferry_run (&cli.options);
   }
-  if (error)
+  /* A usage error is one line, with where to read the usage. */
+  if (error && (error->domain == G_OPTION_ERROR || error->code == FERRY_EXIT_USAGE))
+    ferry_error ("%s; see 'ferry %s%s--help'", error->message,
+                 cli.image_command ? cli.image_command : "", cli.image_command ? " " : "");
+  else if (error)
     ferry_error ("%s", error->message);
   socket_activation_clear (&cli.options.activation);
   nbd_stream_options_clear (&cli.options.stream);
