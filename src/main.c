@@ -28,6 +28,48 @@
 #include "run.h"
 #include "virt-uri.h"
 
+/* ferry --help: the forms, the common options and examples; the rest is
+ * in --help-all (the option table's groups and @description below) and in
+ * the man page. */
+static const char short_help[] =
+  "Usage:\n"
+  "  ferry [OPTION...] ADDRESS            relay stdin/stdout to a socket\n"
+  "  ferry [OPTION...] HOST PORT          the same, TCP (ProxyCommand ferry %h %p)\n"
+  "  ferry [OPTION...] -l LISTEN          accept a connection, relay it with stdio\n"
+  "  ferry [OPTION...] -l LISTEN TARGET   forward each connection to TARGET\n"
+  "  ferry --nbd [OPTION...] ADDRESS      relay NBD, checked and counted\n"
+  "  ferry --nbd-send=SRC > STREAM        an image as a sparse, verified stream\n"
+  "  ferry --nbd-receive=DST < STREAM     write a stream into an image\n"
+  "  ferry --nbd-send=SRC --remote-nbd-receive=DST ssh://[USER@]HOST  (and back)\n"
+  "  ferry --nbd-digest=IMAGE             an image's block-hash digest\n"
+  "  ferry copy SRC DST                   copy a disk image, sparse and verified\n"
+  "  ferry copy SRC [USER@]HOST:DST       ... to another host, over ssh\n"
+  "  ferry copy [USER@]HOST:SRC DST       ... from another host\n"
+  "  ferry digest IMAGE...                each image's digest, as sha256sum prints\n"
+  "  ferry --compat=nc ARGS...            netcat-openbsd's command line\n"
+  "  ferry --compat=virt-ssh-helper [-r] URI   libvirt's virt-ssh-helper\n"
+  "ADDRESS: unix:PATH, @NAME, HOST:PORT, fd:N, ssh://[USER@]HOST[:PORT]/PATH,\n"
+  "  qemu:///system, ...; an image: a file, a block device, an NBD URI.\n"
+  "\n"
+  "Common options:\n"
+  "  -l, --listen       listen on the first address (-k: accept again after each)\n"
+  "  -v, --verbose      a summary at exit; -vv also a line per connection, range\n"
+  "  -q, --quiet        print nothing but errors\n"
+  "  --progress=WHEN    a live progress line: auto (on a terminal), always, never\n"
+  "  --streams=N        a remote copy's ssh channels at once (default 4)\n"
+  "\n"
+  "Examples:\n"
+  "  ProxyCommand ferry %h %p                   in ~/.ssh/config\n"
+  "  ferry -l -k unix:/run/db.sock db1:5432     forward a UNIX socket to TCP\n"
+  "  ferry ssh://root@kvm1/run/libvirt/libvirt-sock   a socket on another host\n"
+  "  ferry copy vm1.qcow2 /dev/vg/vm1           an image onto a block device\n"
+  "  ferry copy -v vm1.img backup@nas:/srv/     upload over ssh, 4 channels\n"
+  "  ferry digest vm1.img /dev/vg/vm1           compare two images\n"
+  "\n"
+  "More: ferry --help-all (every option, the ADDRESS forms, end of stream,\n"
+  "  signals, exit codes); one group: --help-relay, --help-forward, --help-ssh,\n"
+  "  --help-nbd, --help-nbd-stream; ferry copy --help; man ferry.\n";
+
 static const char description[] =
   "Disk images (ferry copy --help, ferry digest --help):\n"
   "  ferry copy SRC DST        copy an image, sparse and verified; SRC and DST\n"
@@ -126,6 +168,11 @@ static const char description[] =
 /* At most this many entries in option_table (one option group's entries). */
 #define MAX_OPTIONS 128
 
+/* --help's sections: --help-NAME shows one, --help-all every one. */
+enum option_group {
+  GROUP_MAIN, GROUP_RELAY, GROUP_FORWARD, GROUP_SSH, GROUP_NBD, GROUP_STREAM, N_GROUPS
+};
+
 /* What the command line says, as parse_argv() read it. */
 struct command_line {
   const char *image_command;      /* "copy" or "digest" (copy.h); NULL: neither */
@@ -136,6 +183,8 @@ struct command_line {
   char **args;                    /* the arguments: ADDRESS, or LISTEN [TARGET] */
   int n_args;
   GPtrArray *strings;             /* owns the string values in @options */
+  GOptionContext *context;        /* while parsing: for --help */
+  GOptionGroup *groups[N_GROUPS];  /* the context's, by enum option_group */
 };
 
 /* Store @value, the text given to option @name, into @field, or fail with a
@@ -329,11 +378,6 @@ spell_out_bare_progress (int argc, char **argv)
       argv[i] = (char *) "--progress=auto";
 }
 
-/* --help's sections: --help-NAME shows one, --help-all every one. */
-enum option_group {
-  GROUP_MAIN, GROUP_RELAY, GROUP_FORWARD, GROUP_SSH, GROUP_NBD, GROUP_STREAM, N_GROUPS
-};
-
 static const struct {
   const char *name, *title, *help;
 } groups[N_GROUPS] = {
@@ -345,6 +389,8 @@ static const struct {
   [GROUP_STREAM] = { "nbd-stream", "NBD stream options (doc/nbd-stream.md):",
                      "Show NBD stream options" },
 };
+
+static option_parse_fn parse_help;
 
 #define FIELD(member) offsetof (struct command_line, member)
 
@@ -371,6 +417,17 @@ static const struct option {
     "per connection, channel and range" },
   { "version", 'V', GROUP_MAIN, parse_set, FIELD (version), NULL,
     "Print the version and exit" },
+  { "help", 'h', GROUP_MAIN, parse_help, FIELD (version), NULL,
+    "Show a short help: the forms, common options, examples" },
+  { "help-all", 0, GROUP_MAIN, parse_help, FIELD (version), NULL,
+    "Show every option, and the reference" },
+  { "help-relay", 0, GROUP_MAIN, parse_help, FIELD (version), NULL, "Show relay options" },
+  { "help-forward", 0, GROUP_MAIN, parse_help, FIELD (version), NULL,
+    "Show listen and forward options" },
+  { "help-ssh", 0, GROUP_MAIN, parse_help, FIELD (version), NULL, "Show ssh options" },
+  { "help-nbd", 0, GROUP_MAIN, parse_help, FIELD (version), NULL, "Show NBD options" },
+  { "help-nbd-stream", 0, GROUP_MAIN, parse_help, FIELD (version), NULL,
+    "Show NBD stream options" },
 
   { "buffer-size", 'b', GROUP_RELAY, parse_size, FIELD (options.relay.buffer_size), "BYTES",
     "Fixed buffer per direction (default 1M)" },
@@ -490,6 +547,29 @@ option_named (const char *name)
   g_assert_not_reached ();
 }
 
+/* -h, --help, --help-all, --help-GROUP: print it on stdout and exit, as
+ * glib's own help does (which would print every group's with -h).  The
+ * image commands' -h is glib's main group, with their usage line. */
+static bool
+parse_help (struct command_line *cli, const char *name, const char *value,
+            void *field, GError **error)
+{
+  g_autofree char *text = NULL;
+
+  (void) value, (void) field, (void) error;
+  if (strcmp (name, "-h") == 0 || strcmp (name, "--help") == 0)
+    text = cli->image_command ? g_option_context_get_help (cli->context, TRUE, NULL)
+                              : g_strdup (short_help);
+  else if (strcmp (name, "--help-all") == 0)
+    text = g_option_context_get_help (cli->context, FALSE, NULL);
+  for (enum option_group group = GROUP_MAIN + 1; text == NULL && group < N_GROUPS; group++)
+    if (strcmp (name + strlen ("--help-"), groups[group].name) == 0)
+      text = g_option_context_get_help (cli->context, FALSE, cli->groups[group]);
+  g_assert (text);
+  fputs (text, stdout);
+  exit (fflush (stdout) == 0 ? FERRY_EXIT_OK : FERRY_EXIT_FAILURE);
+}
+
 /* Every entry's GOptionEntry callback: @name is as typed, "-b" or "--buffer-size". */
 static gboolean
 on_option (const char *name, const char *value, gpointer data, GError **error)
@@ -542,12 +622,18 @@ parse_argv (struct command_line *cli, int argc, char **argv, GError **error)
       : "digest IMAGE... - print each image's block-hash digest (SHA-256, 64 KiB blocks)");
 
   g_option_context_set_description (context, description);
+  /* The option table has its own -h and --help-* (parse_help). */
+  g_option_context_set_help_enabled (context, FALSE);
+  cli->context = context;
   g_option_context_set_main_group (context, option_group_new (cli, GROUP_MAIN));
-  for (enum option_group group = GROUP_MAIN + 1; group < N_GROUPS; group++)
-    g_option_context_add_group (context, option_group_new (cli, group));
+  for (enum option_group group = GROUP_MAIN + 1; group < N_GROUPS; group++) {
+    cli->groups[group] = option_group_new (cli, group);
+    g_option_context_add_group (context, cli->groups[group]);
+  }
   spell_out_bare_progress (argc, argv);
   if (!g_option_context_parse (context, &argc, &argv, error))
     return false;
+  cli->context = NULL;
   cli->args = argv + 1;
   cli->n_args = argc - 1;
   if (cli->quiet && cli->verbose)
