@@ -417,6 +417,7 @@ static const struct option {
     "per connection, channel and range" },
   { "version", 'V', GROUP_MAIN, parse_set, FIELD (version), NULL,
     "Print the version and exit" },
+  /* glib's own help is off (parse_argv): these print it. */
   { "help", 'h', GROUP_MAIN, parse_help, FIELD (version), NULL,
     "Show a short help: the forms, common options, examples" },
   { "help-all", 0, GROUP_MAIN, parse_help, FIELD (version), NULL,
@@ -548,8 +549,9 @@ option_named (const char *name)
 }
 
 /* -h, --help, --help-all, --help-GROUP: print it on stdout and exit, as
- * glib's own help does (which would print every group's with -h).  The
- * image commands' -h is glib's main group, with their usage line. */
+ * glib's own help does (whose -h would print the main group's options and
+ * the whole reference, @description).  The image commands' -h is glib's
+ * main group, with their usage line.  @field is unused. */
 static bool
 parse_help (struct command_line *cli, const char *name, const char *value,
             void *field, GError **error)
