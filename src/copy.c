@@ -423,7 +423,7 @@ digest_main (struct ferry_options *options, char **args, int n_args)
   int first_failure = FERRY_EXIT_OK;
 
   if (n_args < 1) {
-    ferry_error ("ferry digest takes one IMAGE or more (see ferry digest --help)");
+    ferry_error ("ferry digest takes one IMAGE or more; see 'ferry digest --help'");
     return FERRY_EXIT_USAGE;
   }
   for (int i = 0; i < n_args; i++) {
@@ -518,8 +518,8 @@ copy_main (struct ferry_options *options, char **args, int n_args)
   int rc = FERRY_EXIT_OK;
 
   if (n_args != 2)
-    ferry_set_error (&error, FERRY_EXIT_USAGE, "ferry copy takes SRC and DST (see ferry copy "
-                     "--help)");
+    ferry_set_error (&error, FERRY_EXIT_USAGE, "ferry copy takes SRC and DST; see 'ferry copy "
+                     "--help'");
   else if (parse_image_arg (args[0], &src, &error) && parse_image_arg (args[1], &dst, &error)) {
     if (src.address && dst.address)
       ferry_set_error (&error, FERRY_EXIT_USAGE, "at most one of SRC and DST may be on "

@@ -81,7 +81,11 @@ forward_finish (struct forward *f, int exit_code)
   f->finished = true;
   g_clear_pointer (&f->idle_exit, gsource_release);
   g_clear_pointer (&f->drain_timer, gsource_release);
-  if (f->stop_code)
+  /* With connections cut off, the line says why the exit code is not 0. */
+  if (f->stop_code && f->cut)
+    ferry_error ("stopped by %s: %u live connections drained, %u cut off",
+                 f->signal_name, f->drained, f->cut);
+  else if (f->stop_code)
     ferry_report ("stopped by %s: %u live connections drained, %u cut off",
                   f->signal_name, f->drained, f->cut);
   if (f->options->relay.verbose) {
@@ -191,6 +195,9 @@ on_connection_ended (gpointer data)
   struct forward *f = c->forward;
   int exit_code = c->exit_code;
 
+  /* Before the array's reference goes, with @c's name. */
+  ferry_detail ("%s: ended, exit code %d (%u live)", c->peer, exit_code,
+                f->connections->len - 1);
   g_ptr_array_remove_fast (f->connections, c);
   connection_ended (f, exit_code);
   return G_SOURCE_REMOVE;
@@ -228,6 +235,7 @@ connection_start (gpointer data)
     connection_report_end (c, error->code);
     return G_SOURCE_REMOVE;
   }
+  ferry_detail ("%s: connected to %s", c->peer, remote->name);
   config.label = c->peer;
   c->relay = relay_new (endpoint_socket_new (c->fd, "client"), remote, &config,
                         on_relay_done, c);
@@ -319,6 +327,7 @@ on_accept (int fd, const char *peer, void *data)
   g_source_set_callback (c->ended, on_connection_ended, c, NULL);
   g_ptr_array_add (f->connections, c);
   f->peak = MAX (f->peak, f->connections->len);
+  ferry_detail ("%s: accepted (%u live)", c->peer, f->connections->len);
   forward_update (f);
   connection_invoke (c, connection_start);
 }

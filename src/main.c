@@ -28,6 +28,48 @@
 #include "run.h"
 #include "virt-uri.h"
 
+/* ferry --help: the forms, the common options and examples; the rest is
+ * in --help-all (the option table's groups and @description below) and in
+ * the man page. */
+static const char short_help[] =
+  "Usage:\n"
+  "  ferry [OPTION...] ADDRESS            relay stdin/stdout to a socket\n"
+  "  ferry [OPTION...] HOST PORT          the same, TCP (ProxyCommand ferry %h %p)\n"
+  "  ferry [OPTION...] -l LISTEN          accept a connection, relay it with stdio\n"
+  "  ferry [OPTION...] -l LISTEN TARGET   forward each connection to TARGET\n"
+  "  ferry --nbd [OPTION...] ADDRESS      relay NBD, checked and counted\n"
+  "  ferry --nbd-send=SRC > STREAM        an image as a sparse, verified stream\n"
+  "  ferry --nbd-receive=DST < STREAM     write a stream into an image\n"
+  "  ferry --nbd-send=SRC --remote-nbd-receive=DST ssh://[USER@]HOST  (and back)\n"
+  "  ferry --nbd-digest=IMAGE             an image's block-hash digest\n"
+  "  ferry copy SRC DST                   copy a disk image, sparse and verified\n"
+  "  ferry copy SRC [USER@]HOST:DST       ... to another host, over ssh\n"
+  "  ferry copy [USER@]HOST:SRC DST       ... from another host\n"
+  "  ferry digest IMAGE...                each image's digest, as sha256sum prints\n"
+  "  ferry --compat=nc ARGS...            netcat-openbsd's command line\n"
+  "  ferry --compat=virt-ssh-helper [-r] URI   libvirt's virt-ssh-helper\n"
+  "ADDRESS: unix:PATH, @NAME, HOST:PORT, fd:N, ssh://[USER@]HOST[:PORT]/PATH,\n"
+  "  qemu:///system, ...; an image: a file, a block device, an NBD URI.\n"
+  "\n"
+  "Common options:\n"
+  "  -l, --listen       listen on the first address (-k: accept again after each)\n"
+  "  -v, --verbose      a summary at exit; -vv also a line per connection, range\n"
+  "  -q, --quiet        print nothing but errors\n"
+  "  --progress=WHEN    a live progress line: auto (on a terminal), always, never\n"
+  "  --streams=N        a remote copy's ssh channels at once (default 4)\n"
+  "\n"
+  "Examples:\n"
+  "  ProxyCommand ferry %h %p                   in ~/.ssh/config\n"
+  "  ferry -l -k unix:/run/db.sock db1:5432     forward a UNIX socket to TCP\n"
+  "  ferry ssh://root@kvm1/run/libvirt/libvirt-sock   a socket on another host\n"
+  "  ferry copy vm1.qcow2 /dev/vg/vm1           an image onto a block device\n"
+  "  ferry copy -v vm1.img backup@nas:/srv/     upload over ssh, 4 channels\n"
+  "  ferry digest vm1.img /dev/vg/vm1           compare two images\n"
+  "\n"
+  "More: ferry --help-all (every option, the ADDRESS forms, end of stream,\n"
+  "  signals, exit codes); one group: --help-relay, --help-forward, --help-ssh,\n"
+  "  --help-nbd, --help-nbd-stream; ferry copy --help; man ferry.\n";
+
 static const char description[] =
   "Disk images (ferry copy --help, ferry digest --help):\n"
   "  ferry copy SRC DST        copy an image, sparse and verified; SRC and DST\n"
@@ -126,14 +168,23 @@ static const char description[] =
 /* At most this many entries in option_table (one option group's entries). */
 #define MAX_OPTIONS 128
 
+/* --help's sections: --help-NAME shows one, --help-all every one. */
+enum option_group {
+  GROUP_MAIN, GROUP_RELAY, GROUP_FORWARD, GROUP_SSH, GROUP_NBD, GROUP_STREAM, N_GROUPS
+};
+
 /* What the command line says, as parse_argv() read it. */
 struct command_line {
   const char *image_command;      /* "copy" or "digest" (copy.h); NULL: neither */
   struct ferry_options options;   /* the option table writes here */
   bool version;                   /* -V: print the version, run nothing */
+  int verbose;                    /* -v given this many times */
+  bool quiet;                     /* -q */
   char **args;                    /* the arguments: ADDRESS, or LISTEN [TARGET] */
   int n_args;
   GPtrArray *strings;             /* owns the string values in @options */
+  GOptionContext *context;        /* while parsing: for --help */
+  GOptionGroup *groups[N_GROUPS];  /* the context's, by enum option_group */
 };
 
 /* Store @value, the text given to option @name, into @field, or fail with a
@@ -150,6 +201,16 @@ parse_set (struct command_line *cli, const char *name, const char *value,
 {
   (void) cli, (void) name, (void) value, (void) error;
   *(bool *) field = true;
+  return true;
+}
+
+/* -v, -vv: an int field, counting. */
+static bool
+parse_count_up (struct command_line *cli, const char *name, const char *value,
+                void *field, GError **error)
+{
+  (void) cli, (void) name, (void) value, (void) error;
+  ++*(int *) field;
   return true;
 }
 
@@ -317,11 +378,6 @@ spell_out_bare_progress (int argc, char **argv)
       argv[i] = (char *) "--progress=auto";
 }
 
-/* --help's sections: --help-NAME shows one, --help-all every one. */
-enum option_group {
-  GROUP_MAIN, GROUP_RELAY, GROUP_FORWARD, GROUP_SSH, GROUP_NBD, GROUP_STREAM, N_GROUPS
-};
-
 static const struct {
   const char *name, *title, *help;
 } groups[N_GROUPS] = {
@@ -333,6 +389,8 @@ static const struct {
   [GROUP_STREAM] = { "nbd-stream", "NBD stream options (doc/nbd-stream.md):",
                      "Show NBD stream options" },
 };
+
+static option_parse_fn parse_help;
 
 #define FIELD(member) offsetof (struct command_line, member)
 
@@ -352,10 +410,25 @@ static const struct option {
     "With -l, accept another connection after each one" },
   { "readonly", 'r', GROUP_MAIN, parse_set, FIELD (options.readonly), NULL,
     "With a libvirt URI ADDRESS: the daemon's read-only socket" },
-  { "verbose", 'v', GROUP_MAIN, parse_set, FIELD (options.relay.verbose), NULL,
-    "Print statistics for each direction at exit" },
+  { "quiet", 'q', GROUP_MAIN, parse_set, FIELD (quiet), NULL,
+    "Print nothing but errors: no progress line, summary or notice" },
+  { "verbose", 'v', GROUP_MAIN, parse_count_up, FIELD (verbose), NULL,
+    "Print a summary at exit (statistics for each direction); -vv also a line "
+    "per connection, channel and range" },
   { "version", 'V', GROUP_MAIN, parse_set, FIELD (version), NULL,
     "Print the version and exit" },
+  /* glib's own help is off (parse_argv): these print it. */
+  { "help", 'h', GROUP_MAIN, parse_help, FIELD (version), NULL,
+    "Show a short help: the forms, common options, examples" },
+  { "help-all", 0, GROUP_MAIN, parse_help, FIELD (version), NULL,
+    "Show every option, and the reference" },
+  { "help-relay", 0, GROUP_MAIN, parse_help, FIELD (version), NULL, "Show relay options" },
+  { "help-forward", 0, GROUP_MAIN, parse_help, FIELD (version), NULL,
+    "Show listen and forward options" },
+  { "help-ssh", 0, GROUP_MAIN, parse_help, FIELD (version), NULL, "Show ssh options" },
+  { "help-nbd", 0, GROUP_MAIN, parse_help, FIELD (version), NULL, "Show NBD options" },
+  { "help-nbd-stream", 0, GROUP_MAIN, parse_help, FIELD (version), NULL,
+    "Show NBD stream options" },
 
   { "buffer-size", 'b', GROUP_RELAY, parse_size, FIELD (options.relay.buffer_size), "BYTES",
     "Fixed buffer per direction (default 1M)" },
@@ -475,6 +548,30 @@ option_named (const char *name)
   g_assert_not_reached ();
 }
 
+/* -h, --help, --help-all, --help-GROUP: print it on stdout and exit, as
+ * glib's own help does (whose -h would print the main group's options and
+ * the whole reference, @description).  The image commands' -h is glib's
+ * main group, with their usage line.  @field is unused. */
+static bool
+parse_help (struct command_line *cli, const char *name, const char *value,
+            void *field, GError **error)
+{
+  g_autofree char *text = NULL;
+
+  (void) value, (void) field, (void) error;
+  if (strcmp (name, "-h") == 0 || strcmp (name, "--help") == 0)
+    text = cli->image_command ? g_option_context_get_help (cli->context, TRUE, NULL)
+                              : g_strdup (short_help);
+  else if (strcmp (name, "--help-all") == 0)
+    text = g_option_context_get_help (cli->context, FALSE, NULL);
+  for (enum option_group group = GROUP_MAIN + 1; text == NULL && group < N_GROUPS; group++)
+    if (strcmp (name + strlen ("--help-"), groups[group].name) == 0)
+      text = g_option_context_get_help (cli->context, FALSE, cli->groups[group]);
+  g_assert (text);
+  fputs (text, stdout);
+  exit (fflush (stdout) == 0 ? FERRY_EXIT_OK : FERRY_EXIT_FAILURE);
+}
+
 /* Every entry's GOptionEntry callback: @name is as typed, "-b" or "--buffer-size". */
 static gboolean
 on_option (const char *name, const char *value, gpointer data, GError **error)
@@ -527,14 +624,26 @@ parse_argv (struct command_line *cli, int argc, char **argv, GError **error)
       : "digest IMAGE... - print each image's block-hash digest (SHA-256, 64 KiB blocks)");
 
   g_option_context_set_description (context, description);
+  /* The option table has its own -h and --help-* (parse_help). */
+  g_option_context_set_help_enabled (context, FALSE);
+  cli->context = context;
   g_option_context_set_main_group (context, option_group_new (cli, GROUP_MAIN));
-  for (enum option_group group = GROUP_MAIN + 1; group < N_GROUPS; group++)
-    g_option_context_add_group (context, option_group_new (cli, group));
+  for (enum option_group group = GROUP_MAIN + 1; group < N_GROUPS; group++) {
+    cli->groups[group] = option_group_new (cli, group);
+    g_option_context_add_group (context, cli->groups[group]);
+  }
   spell_out_bare_progress (argc, argv);
   if (!g_option_context_parse (context, &argc, &argv, error))
     return false;
+  cli->context = NULL;
   cli->args = argv + 1;
   cli->n_args = argc - 1;
+  if (cli->quiet && cli->verbose)
+    return usage_error (error, "-q/--quiet and -v/--verbose contradict each other");
+  /* The one verbosity level (message.h); the relay's and the stream
+   * mode's summaries follow it. */
+  ferry_set_verbosity (cli->quiet ? FERRY_QUIET : MIN (cli->verbose, FERRY_DETAIL));
+  cli->options.relay.verbose = ferry_verbosity () >= FERRY_VERBOSE;
   return true;
 }
 
@@ -597,7 +706,7 @@ validate (struct command_line *cli, GError **error)
     return false;
   activated = options->activation.n_fds > 0;
   if (cli->n_args < 1)
-    return usage_error (error, "missing ADDRESS (see --help)");
+    return usage_error (error, "missing ADDRESS");
   if (activated && (options->listen || cli->n_args > 1))
     return usage_error (error, "socket-activated (LISTEN_FDS=%d): expected "
                         "'ferry [OPTIONS] TARGET', without -l", options->activation.n_fds);
@@ -607,7 +716,7 @@ validate (struct command_line *cli, GError **error)
               address_is_host_port (cli->args[0], cli->args[1]);
   if (cli->n_args > 2 || (cli->n_args == 2 && !options->listen && !host_port))
     return usage_error (error, "unexpected argument '%s': expected ADDRESS, HOST PORT, "
-                        "or -l LISTEN [TARGET] (see --help)",
+                        "or -l LISTEN [TARGET]",
                         cli->args[options->listen || host_port ? 2 : 1]);
   if (options->keep_listening && !options->listen && !activated)
     return usage_error (error, "-k/--keep-open needs -l/--listen");
@@ -735,7 +844,11 @@ main (int argc, char **argv)
   } else {
     rc = ferry_run (&cli.options);
   }
-  if (error)
+  /* A usage error is one line, with where to read the usage. */
+  if (error && (error->domain == G_OPTION_ERROR || error->code == FERRY_EXIT_USAGE))
+    ferry_error ("%s; see 'ferry %s%s--help'", error->message,
+                 cli.image_command ? cli.image_command : "", cli.image_command ? " " : "");
+  else if (error)
     ferry_error ("%s", error->message);
   socket_activation_clear (&cli.options.activation);
   nbd_stream_options_clear (&cli.options.stream);

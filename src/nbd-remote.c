@@ -380,6 +380,7 @@ channel_ended (struct remote_channel *c)
 
   if (!c->relay_done || !c->child_done || c->aborted || rc->failed || rc->stop_signum)
     return;
+  ferry_detail ("%s: channel ended, exit code %d", c->who, channel_code (c, stop_code));
   stop_control (c);
   if (channel_code (c, stop_code) != FERRY_EXIT_OK)
     fail_copy (rc, c, NULL);
@@ -480,11 +481,17 @@ take_report (struct remote_channel *c, const uint8_t *packet, size_t len)
 {
   struct remote_copy *rc = c->rc;
   GError *error = NULL;
+  struct nbd_range held = c->holder.range;
+  uint64_t data_before = c->holder.done.data_bytes;
 
   if (!range_controller_take_report (rc->ranges, &c->holder, packet, len, &error)) {
     fail_copy_at (c, error);
     return;
   }
+  if (held.index >= 0)
+    ferry_detail ("%s: range %" PRId64 " done: offset=%" PRIu64 " length=%" PRIu64
+                  " data=%" PRIu64, c->who, held.index, held.offset, held.length,
+                  c->holder.done.data_bytes - data_before);
   if (!rc->all_started)
     start_rest (rc);
   /* The range done may have let the composition move on. */
@@ -704,6 +711,7 @@ run_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
                             g_strerror (errno));
   }
   c->started = true;
+  ferry_detail ("%s: channel open, ran: %s", c->who, c->command);
   if (rc->upload) {
     c->go_watch = g_unix_fd_source_new (c->go, G_IO_IN);
     g_source_set_priority (c->go_watch, G_PRIORITY_HIGH);

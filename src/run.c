@@ -163,6 +163,7 @@ start_stdio_relay (struct run *run, struct endpoint *remote)
 {
   struct relay_config config = run->options->relay;
 
+  ferry_detail ("%s: relaying with stdio", remote->name);
   run->relay = relay_new (endpoint_stdio_new (run->options->keep_listening,
                                               config.buffer_size),
                           remote, &config, on_relay_done, run);

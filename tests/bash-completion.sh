@@ -2,7 +2,7 @@
 # completion/ferry in bash with bash-completion loaded: the completions of a
 # few partial command lines (the image commands and their images, options,
 # option values, each address form),
-# and every option of ferry --help offered.
+# and every option of ferry --help-all offered.
 . "$(dirname "$0")/lib.sh"
 : "${FERRY_SOURCE_ROOT:?}"
 bash_completion=/usr/share/bash-completion/bash_completion
@@ -74,8 +74,8 @@ assert_offers "ferry tcp:ferry-te" ferry-test-host:
 assert_offers "ferry fd:" 9
 assert_completes "ferry ssh://ferry-test-host/var/" ""
 
-# Every option ferry --help lists is offered.
+# Every option ferry --help-all lists is offered.
 complete_line "ferry -" > "$T/options"
-for opt in $("$FERRY" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+for opt in $("$FERRY" --help-all | grep -o -- '--[a-z][a-z-]*' | sort -u); do
     grep -qx -- "$opt=\?" "$T/options" || fail "completion does not offer $opt"
 done

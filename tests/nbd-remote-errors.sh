@@ -57,13 +57,13 @@ usage () {  # TEXT ARGS...
     assert_eq 2 "$rc" "usage: $*"
     assert_eq "ferry: $text" "$(cat "$T/usage.err")" "usage: $*: message"
 }
-usage "--remote-nbd-receive goes with --nbd-send, --remote-nbd-send with --nbd-receive" \
+usage "--remote-nbd-receive goes with --nbd-send, --remote-nbd-send with --nbd-receive; see 'ferry --help'" \
     --nbd-receive=x --remote-nbd-receive=y ssh://h
-usage "--remote-nbd-send and --remote-nbd-receive take one ADDRESS, ssh://[USER@]HOST[:PORT]" \
+usage "--remote-nbd-send and --remote-nbd-receive take one ADDRESS, ssh://[USER@]HOST[:PORT]; see 'ferry --help'" \
     --nbd-send=x --remote-nbd-receive=y
 usage "invalid address 'ssh://h/p': expected ssh://[USER@]HOST[:PORT], without a socket path or tcp=" \
     --nbd-send=x --remote-nbd-receive=y ssh://h/p
 usage "invalid address 'unix:/x': --remote-nbd-send and --remote-nbd-receive take ssh://[USER@]HOST[:PORT]" \
     --nbd-send=x --remote-nbd-receive=y unix:/x
-usage "--raw does not go with --remote-nbd-send or --remote-nbd-receive" \
+usage "--raw does not go with --remote-nbd-send or --remote-nbd-receive; see 'ferry --help'" \
     --raw --nbd-send=x --remote-nbd-receive=y ssh://h

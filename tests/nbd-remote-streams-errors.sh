@@ -18,23 +18,23 @@ usage () {  # TEXT ARGS...
     assert_eq 2 "$rc" "usage: $*"
     assert_eq "ferry: $text" "$(cat "$T/usage.err")" "usage: $*: message"
 }
-usage "--streams goes with --remote-nbd-send or --remote-nbd-receive" --nbd-send=x --streams=2
-usage "invalid --streams '0': expected 1 to 16" --nbd-send=x --remote-nbd-receive=y --streams=0 ssh://h
-usage "invalid --streams '17': expected 1 to 16" --nbd-send=x --remote-nbd-receive=y --streams=17 ssh://h
-usage "--no-verify goes with --streams=1: the ranges of more streams are checked by their digests" \
+usage "--streams goes with --remote-nbd-send or --remote-nbd-receive; see 'ferry --help'" --nbd-send=x --streams=2
+usage "invalid --streams '0': expected 1 to 16; see 'ferry --help'" --nbd-send=x --remote-nbd-receive=y --streams=0 ssh://h
+usage "invalid --streams '17': expected 1 to 16; see 'ferry --help'" --nbd-send=x --remote-nbd-receive=y --streams=17 ssh://h
+usage "--no-verify goes with --streams=1: the ranges of more streams are checked by their digests; see 'ferry --help'" \
     --nbd-send=x --remote-nbd-receive=y --streams=4 --no-verify ssh://h
-usage "--ranged goes with --nbd-send or --nbd-receive (it is the remote half of --streams)" \
+usage "--ranged goes with --nbd-send or --nbd-receive (it is the remote half of --streams); see 'ferry --help'" \
     --nbd-digest=x --ranged
 for args in "--nbd-send=x --remote-nbd-receive=y --streams=1 ssh://h" "--nbd-send=x" \
             "--nbd-receive=x --remote-nbd-send=y --no-verify ssh://h"; do
     # shellcheck disable=SC2086
-    usage "--delta goes with --remote-nbd-send or --remote-nbd-receive and --streams of 2 or more (the ranged stream carries the destination's digests)" \
+    usage "--delta goes with --remote-nbd-send or --remote-nbd-receive and --streams of 2 or more (the ranged stream carries the destination's digests); see 'ferry --help'" \
         --delta $args
 done
 # ZERO records would not be written over the destination's data (review h16q).
 for args in "--nbd-send=x --remote-nbd-receive=y ssh://h" "--nbd-receive=x --ranged"; do
     # shellcheck disable=SC2086
-    usage "--delta and --destination-is-zero exclude each other (a delta's destination holds data, which ZERO records must overwrite)" \
+    usage "--delta and --destination-is-zero exclude each other (a delta's destination holds data, which ZERO records must overwrite); see 'ferry --help'" \
         --delta --destination-is-zero $args
 done
 

@@ -58,4 +58,4 @@ assert_eq 2 "$rc" "ferry with an ssh URI"
 assert_eq "ferry: unexpected URI transport 'qemu+ssh://host/system'" "$(cat "$T/err")" "ferry with an ssh URI"
 rc=0; "$FERRY" -r "$T/x.sock" 2>"$T/err" || rc=$?
 assert_eq 2 "$rc" "ferry -r with a path"
-assert_eq "ferry: -r/--readonly needs a libvirt URI ADDRESS, not '$T/x.sock'" "$(cat "$T/err")" "ferry -r with a path"
+assert_eq "ferry: -r/--readonly needs a libvirt URI ADDRESS, not '$T/x.sock'; see 'ferry --help'" "$(cat "$T/err")" "ferry -r with a path"

@@ -9,6 +9,22 @@
  * threads, where it is never drawn, only read it (as 0). */
 static size_t status_width;
 
+/* ferry_set_verbosity's level; read on any thread, written before any
+ * other runs. */
+static int verbosity = FERRY_NORMAL;
+
+void
+ferry_set_verbosity (int level)
+{
+  verbosity = level;
+}
+
+int
+ferry_verbosity (void)
+{
+  return verbosity;
+}
+
 /* @text with every control character escaped, as ls -b shows names: a
  * name that the user or a peer gave (a path, an address, a remote line)
  * can then neither end the line nor forge one after it. */
@@ -67,6 +83,20 @@ ferry_report (const char *fmt, ...)
 {
   va_list ap;
 
+  if (verbosity < FERRY_NORMAL)
+    return;
+  va_start (ap, fmt);
+  print_line (fmt, ap);
+  va_end (ap);
+}
+
+void
+ferry_detail (const char *fmt, ...)
+{
+  va_list ap;
+
+  if (verbosity < FERRY_DETAIL)
+    return;
   va_start (ap, fmt);
   print_line (fmt, ap);
   va_end (ap);

@@ -7,8 +7,25 @@
 
 #include <glib.h>
 
+/* How much ferry says, set once from the command line before anything
+ * runs: FERRY_QUIET (-q) only errors, FERRY_NORMAL as without options,
+ * FERRY_VERBOSE (-v) the summaries, FERRY_DETAIL (-vv) also a line per
+ * connection, channel or range. */
+enum {
+  FERRY_QUIET = -1,
+  FERRY_NORMAL = 0,
+  FERRY_VERBOSE = 1,
+  FERRY_DETAIL = 2,
+};
+void ferry_set_verbosity (int level);
+int ferry_verbosity (void);
+
+/* An error, or a warning: printed at every level. */
 void ferry_error (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
+/* A report or a notice: not with -q. */
 void ferry_report (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
+/* -vv's detail: a line per connection, channel or range. */
+void ferry_detail (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
 
 /* A status line (progress.c): drawn over itself with "\r", kept below the
  * messages (ferry_error erases it before its line), ended by a newline. */

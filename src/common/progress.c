@@ -62,7 +62,12 @@ progress_spec_parse (const char *value, struct progress_spec *spec, GError **err
 bool
 progress_wanted (const struct progress_spec *spec)
 {
-  return spec->mode == PROGRESS_ALWAYS || spec->mode == PROGRESS_FD ||
+  /* -q: no line on stderr; fd:N is another program's. */
+  if (spec->mode == PROGRESS_FD)
+    return true;
+  if (ferry_verbosity () < FERRY_NORMAL)
+    return false;
+  return spec->mode == PROGRESS_ALWAYS ||
          (spec->mode == PROGRESS_AUTO && isatty (STDERR_FILENO));
 }
 

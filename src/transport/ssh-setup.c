@@ -180,8 +180,8 @@ ferry_ssh_verify_host_key (ssh_session s, const char *name, const struct address
     } else if (a->ssh.verify == SSH_VERIFY_AUTO) {
       ok = ssh_session_update_known_hosts (s) == SSH_OK;
       if (ok)
-        ferry_error ("added the host key of %s (%s %s) to %s", name, type,
-                     fingerprint, file);
+        ferry_report ("added the host key of %s (%s %s) to %s", name, type,
+                      fingerprint, file);
       else
         ferry_set_error (error, FERRY_EXIT_SSH_HOSTKEY, "cannot add the host key of %s to %s: %s",
                          name, file, ssh_get_error (s));
