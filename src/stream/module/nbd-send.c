@@ -487,6 +487,10 @@ start_range (struct sender *s, const struct nbd_range *range)
   s->range_base = s->counts;
   s->range_same_base = s->same_bytes;
   nbd_read_queue_range (&s->reads, range->offset, range->offset + range->length);
+  /* The pump issues the range's first map and reads: it may have passed
+   * that step already (the grant came during its last write), and no
+   * watch or completion would bring it back. */
+  schedule_pump (s);
   GError *error = NULL;
 
   if (s->delta) {
