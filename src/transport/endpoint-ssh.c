@@ -263,9 +263,14 @@ channel_endpoint_set_interest (struct endpoint *ep, bool want_read, bool want_wr
 {
   struct channel_endpoint *se = (struct channel_endpoint *) ep;
 
+  bool more = (want_read && !se->client.want_read) ||
+              (want_write && !se->eof_sent && !se->client.want_write);
+
   /* The session's source asks each client before every poll. */
   se->client.want_read = want_read;
   se->client.want_write = want_write && !se->eof_sent;
+  if (more)
+    ferry_ssh_conn_wake_dead (se->conn);
 }
 
 /* The channel is closed (the server's end went away, or the remote

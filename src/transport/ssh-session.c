@@ -129,8 +129,10 @@ conn_dispatch (GSource *source, GSourceFunc callback, gpointer data)
     if (cl->want_read || cl->want_write || processed || c->dead)
       cl->ep->ready (cl->ep->ready_data, cl->ep, cl->want_read, cl->want_write);
   }
+  /* A dead session's source stays until the last reference goes, idle:
+   * ferry_ssh_conn_wake_dead wakes it for a client that wants more. */
   if (c->dead)
-    release_source (c);
+    g_source_set_ready_time (source, -1);
   else
     update_watch (c);
   return G_SOURCE_CONTINUE;
@@ -341,6 +343,13 @@ void
 ferry_ssh_conn_detach (struct ferry_ssh_conn *c, struct ferry_ssh_client *client)
 {
   g_ptr_array_remove (c->clients, client);
+}
+
+void
+ferry_ssh_conn_wake_dead (struct ferry_ssh_conn *c)
+{
+  if (c->dead && c->source)
+    g_source_set_ready_time (&c->source->source, 0);
 }
 
 void

@@ -59,6 +59,10 @@ guint64 ferry_ssh_conn_bytes_in (struct ferry_ssh_conn *conn);
 int ferry_ssh_conn_wait (struct ferry_ssh_conn *conn, int (*step) (void *data), void *data,
                    int again);
 
+/* After the session died, @client's interest grew (a relay whose buffer
+ * drained wants to read again): one more dispatch tells it of the failure,
+ * which no fd event will. */
+void ferry_ssh_conn_wake_dead (struct ferry_ssh_conn *conn);
 void ferry_ssh_conn_attach (struct ferry_ssh_conn *conn, struct ferry_ssh_client *client);
 void ferry_ssh_conn_detach (struct ferry_ssh_conn *conn, struct ferry_ssh_client *client);
 /* libssh ran for @client (a read or write processes input for every
