@@ -11,15 +11,20 @@ clang -fsanitize=fuzzer,address "$T/probe.c" -o "$T/probe" 2>/dev/null ||
     skip "clang's libFuzzer runtime is missing"
 mkdir "$T/seeds" "$T/corpus"
 
-# Build $T/fuzz from SOURCES (relative to the source root).
+# Build $T/fuzz from SOURCES (relative to the source root); with
+# FUZZ_OUT=NAME and FUZZ_SAN=FLAGS, $T/NAME with those sanitizer flags
+# instead (a seed writer, which has its own main).
 fuzz_build () {  # SOURCES...
-    local san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined" s srcs=() incs=()
+    local san=${FUZZ_SAN:--fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined}
+    local s srcs=() incs=()
     for s in "$@"; do srcs+=("$FERRY_SOURCE_ROOT/$s"); done
-    for s in src/common src/relay src/transport src/stream tests/nbd; do incs+=("-I$FERRY_SOURCE_ROOT/$s"); done
+    for s in src/common src/relay src/transport src/stream src/stream/module tests/nbd; do
+        incs+=("-I$FERRY_SOURCE_ROOT/$s")
+    done
     # shellcheck disable=SC2046,SC2086
-    clang -g -O1 $san -D_GNU_SOURCE -I"$FERRY_BUILD_ROOT" "${incs[@]}" $(pkg-config --cflags glib-2.0) \
-        "${srcs[@]}" $(pkg-config --libs glib-2.0) -o "$T/fuzz" ||
-        fail "cannot build the fuzz target"
+    clang -g -O1 $san -D_GNU_SOURCE -I"$FERRY_BUILD_ROOT" "${incs[@]}" \
+        $(pkg-config --cflags glib-2.0 libcrypto) "${srcs[@]}" $(pkg-config --libs glib-2.0 libcrypto) \
+        -o "$T/${FUZZ_OUT:-fuzz}" || fail "cannot build the fuzz target"
 }
 
 # One seed file per line of FILE, each after the settings byte SETTINGS
