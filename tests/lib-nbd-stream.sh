@@ -184,14 +184,25 @@ remote_copy () {  # up|down SRC DST [OPTIONS...]
 # (100 ms per request; with --request-size=256K --in-flight=256K one
 # request at a time), so that the copy is still going a second in, and
 # $T/helper, the remote helper, which writes its PID (the remote ferry's:
-# it execs it) to $T/remote.pid.
+# it execs it) to $T/remote.pid, and appends it to $T/remote.pids (with
+# --streams, one line per remote half).
 slow_remote_copy_setup () {
     serve src --filter=delay sparse-random size=64M seed=9 percent=50 rdelay=100ms
     serve dst --filter=delay memory size=64M wdelay=100ms
     cat > "$T/helper" <<HELPER
 #!/bin/sh
 echo \$\$ > "$T/remote.pid"
+echo \$\$ >> "$T/remote.pids"
 exec "$FERRY" "\$@"
 HELPER
     chmod +x "$T/helper"
+}
+
+# The remote ferries in $T/remote.pids have read or written BYTES of their
+# streams between them (read(2) and write(2) on stdin and stdout).
+remote_moved () {  # BYTES
+    local n
+    n=$(for pid in $(cat "$T/remote.pids" 2> /dev/null); do cat "/proc/$pid/io" 2> /dev/null; done |
+        awk '/^[rw]char:/ { n += $2 } END { print n + 0 }')
+    [ "$n" -ge "$1" ]
 }

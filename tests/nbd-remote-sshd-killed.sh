@@ -13,24 +13,11 @@ slow_remote_copy_setup
 REMOTE_HELPER=$T/helper
 host=root@127.0.0.1:$SSHD_PORT
 
-# Every remote ferry appends its PID to $T/remote.pids.
-cat > "$T/helper" <<HELPER
-#!/bin/sh
-echo \$\$ >> "$T/remote.pids"
-exec "$FERRY" "\$@"
-HELPER
-# The remote ferries have read or written POINT x 384 KiB of their streams
-# (read(2) and write(2) on stdin and stdout): then kill sshd's processes for
-# the session (the listener stays).
-moved () {  # BYTES
-    local n
-    n=$(for pid in $(cat "$T/remote.pids"); do cat "/proc/$pid/io" 2> /dev/null; done |
-        awk '/^[rw]char:/ { n += $2 } END { print n + 0 }')
-    [ "$n" -ge "$1" ]
-}
+# The remote ferries have moved POINT x 384 KiB of their streams: then
+# kill sshd's processes for the session (the listener stays).
 killer () {  # POINT
     wait_until 20 test -s "$T/remote.pids"
-    wait_until 20 moved $(($1 * 393216))
+    wait_until 20 remote_moved $(($1 * 393216))
     pkill -KILL -P "$SSHD_PID"
 }
 tries=0
