@@ -26,6 +26,9 @@ ferry_deb=$(echo "$T"/ferry_"$version"_*.deb)
 compat_deb=$T/ferry-compat_${version}_all.deb
 [ -f "$ferry_deb" ] && [ -f "$compat_deb" ] ||
     fail "packages not built: $(ls "$T")"
+build_log=$T/ferry_${version}_$(dpkg-architecture -qDEB_HOST_ARCH).build
+grep -q 'dpkg-buildpackage: info: binary-only upload' "$build_log" ||
+    fail "scripts/package.sh left no build log beside the packages: $(ls "$T")"
 
 # Paths (and link targets) of a package, one a line, without directories.
 contents () { dpkg-deb -c "$1" | awk '$1 !~ /^d/ { $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print }' | sort; }
