@@ -114,6 +114,14 @@ assert_completes "ferry --nbd-receive nbd+unix:///?socket=$T/dir/" \
     "$T/dir/a.sock" "$T/dir/ab.sock" "$T/dir/b.sock"
 assert_completes "ferry --nbd-send=[" "["
 assert_completes "ferry --nbd-digest=nbd://ferry-test-host" ""
+# '[ CMD ARGS... ]': a command, then its files (or ']'), then on as before.
+assert_offers "ferry --nbd-send [ tru" true
+assert_offers "ferry --nbd-receive=[ tru" true
+assert_offers "ferry copy [ tru" true
+assert_completes "ferry --nbd-send=[ qemu-nbd -f raw $T/dir/a" "$T/dir/a.sock" "$T/dir/ab.sock"
+assert_offers "ferry copy [ nbdkit memory " "]"
+assert_completes "ferry copy [ nbdkit memory 1M ] ferry-tw" ferry-two:
+assert_completes "ferry --nbd-send [ nbdkit memory 1M ] --nbd-r" --nbd-readonly --nbd-receive=
 assert_completes "ferry --progress " unix: tcp: fd: ssh:// qemu:///system qemu:///session lxc:///system
 assert_completes "ferry -b " 64K 256K 1M 4M 16M
 assert_completes "ferry un" unix:
