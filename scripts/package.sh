@@ -3,7 +3,9 @@
 # installs what is missing (scripts/install-deps.sh), then runs
 # dpkg-buildpackage -us -uc -b on a copy of the tree in a temporary
 # directory, so that only the packages are written: into OUTDIR (default:
-# the directory above the tree, where dpkg-buildpackage puts them).
+# the directory above the tree, where dpkg-buildpackage puts them), with
+# the build's log beside them as ferry_VERSION_ARCH.build (as debuild and
+# sbuild name it), kept when the build fails too.
 #   scripts/package.sh [OUTDIR]
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,11 +23,14 @@ else
     tar -c -C "$top" --exclude='./build*' --exclude='./obj-*' --exclude=./bench/.build .
 fi | tar -x -C "$tmp/ferry"
 
-if ! (cd "$tmp/ferry" && dpkg-buildpackage -us -uc -b) > "$tmp/build.log" 2>&1; then
-    tail -40 "$tmp/build.log" >&2
-    echo "package: dpkg-buildpackage failed" >&2
+version=$(dpkg-parsechangelog -l "$tmp/ferry/debian/changelog" -S Version)
+log=$out/ferry_${version#*:}_$(dpkg-architecture -qDEB_HOST_ARCH).build
+if ! (cd "$tmp/ferry" && dpkg-buildpackage -us -uc -b) > "$log" 2>&1; then
+    tail -40 "$log" >&2
+    echo "package: dpkg-buildpackage failed; the whole log: $log" >&2
     exit 1
 fi
+echo "$log"
 for f in "$tmp"/*.deb "$tmp"/*.changes "$tmp"/*.buildinfo; do
     mv "$f" "$out/"
     echo "$out/${f##*/}"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The Debian packages, as README's "Install" builds them (scripts/package.sh:
-# dpkg-buildpackage on a copy of the source tree), then their contents and links (dpkg-deb -c), their dependencies, lintian,
-# and the unpacked ferry (dpkg -x, never installed) through a real 64 MiB
-# tunnel, directly and as nc (debian/tests/tunnel, the autopkgtest).
+# dpkg-buildpackage on a copy of the source tree), then their contents and
+# links (dpkg-deb -c), their dependencies, lintian, the unpacked ferry
+# (dpkg -x) through a real 64 MiB tunnel, directly and as nc
+# (debian/tests/tunnel); then every autopkgtest of debian/tests on the
+# packages installed on this host (autopkgtest ... -- null, about a minute),
+# each one PASS.  Without autopkgtest, the test is skipped after the rest.
 . "$(dirname "$0")/lib.sh"
 : "${FERRY_SOURCE_ROOT:?}" "${FERRY_BUILD_ROOT:?}"
 command -v dpkg-buildpackage >/dev/null ||
@@ -23,6 +26,9 @@ ferry_deb=$(echo "$T"/ferry_"$version"_*.deb)
 compat_deb=$T/ferry-compat_${version}_all.deb
 [ -f "$ferry_deb" ] && [ -f "$compat_deb" ] ||
     fail "packages not built: $(ls "$T")"
+build_log=$T/ferry_${version}_$(dpkg-architecture -qDEB_HOST_ARCH).build
+grep -q 'dpkg-buildpackage: info: binary-only upload' "$build_log" ||
+    fail "scripts/package.sh left no build log beside the packages: $(ls "$T")"
 
 # Paths (and link targets) of a package, one a line, without directories.
 contents () { dpkg-deb -c "$1" | awk '$1 !~ /^d/ { $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print }' | sort; }
@@ -64,3 +70,37 @@ assert_contains "$T/root/usr/share/doc/ferry/examples/ferry.service" \
 FERRY_ROOT=$T/root within 120 sh "$src/debian/tests/tunnel" > "$T/tunnel.log" 2>&1 ||
     fail "tunnel through the unpacked ferry: $(cat "$T/tunnel.log")"
 assert_eq 2 "$(grep -c '^ok: 64 MiB both ways' "$T/tunnel.log")" "tunnels through ferry and nc"
+
+# The autopkgtests, on this host (the null testbed): autopkgtest installs
+# the packages and each test's Depends with apt, and runs the tests as root.
+command -v autopkgtest >/dev/null ||
+    skip "autopkgtest is not installed (scripts/install-deps.sh); the rest passed"
+[ "$(id -u)" = 0 ] || fail "autopkgtest -- null installs the packages on this host: run as root"
+# Undone at exit: the packages autopkgtest installed that were not there
+# (one dpkg run: ferry-compat depends on ferry).
+installed_here=
+for p in ferry-compat ferry; do
+    if dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$'; then
+        echo "note: $p was installed; autopkgtest leaves it at $version" >&2
+    else
+        installed_here="$installed_here $p"
+    fi
+done
+[ -z "$installed_here" ] || cleanup_fn sh -c "dpkg --purge$installed_here > /dev/null"
+# The source tree as package.sh copies it, without build directories
+# (autopkgtest copies the whole tree into the testbed).
+mkdir "$T/src"
+if git -C "$src" rev-parse --show-toplevel >/dev/null 2>&1; then
+    (cd "$src" && git ls-files -z --cached --others --exclude-standard | tar -c --null -T -)
+else
+    tar -c -C "$src" --exclude='./build*' --exclude='./obj-*' --exclude=./bench/.build .
+fi | tar -x -C "$T/src"
+rc=0
+within 600 autopkgtest --output-dir "$T/autopkgtest" "$T/src/" "$ferry_deb" "$compat_deb" \
+    -- null > "$T/autopkgtest.log" 2>&1 || rc=$?
+tests=$(sed -n 's/^Tests: *//p' "$src/debian/tests/control" | tr ' ' '\n' | sort)
+summary=$T/autopkgtest/summary
+passed=$(awk '$2 == "PASS" { print $1 }' "$summary" 2>/dev/null | sort)
+[ "$rc" = 0 ] && [ "$passed" = "$tests" ] ||
+    fail "autopkgtest exited $rc: $(cat "$summary" 2>/dev/null || tail -30 "$T/autopkgtest.log")"
+echo "autopkgtest: $(echo $passed) PASS" >&2
