@@ -936,14 +936,16 @@ copy_succeeded (const struct remote_copy *rc, int stop_code)
 
 /* The session died: that is the one cause, whatever each half then saw
  * (no status, a cut stream), in one line with how far DST is complete
- * where this side knows it. */
+ * where this side knows it: a download's local receivers report what they
+ * applied; an upload's senders report ranges as sent, and what the remote
+ * receivers applied of them was lost with the link. */
 static int
 report_link_lost (const struct remote_copy *rc)
 {
   g_autoptr (GError) missing = NULL;
   const char *where = NULL;
 
-  if (rc->ranged && !range_controller_check_complete (rc->ranges, &missing))
+  if (!rc->upload && rc->ranged && !range_controller_check_complete (rc->ranges, &missing))
     where = missing->message;
   else if (!rc->upload)
     where = rc->ch[0].cut_where;
