@@ -9,13 +9,7 @@
 . "$(dirname "$0")/lib-nbd-stream.sh"
 need qemu-nbd qemu-io
 start_sshd main /usr/bin:/bin
-cat > "$SSH_HOME/.ssh/config" <<CONFIG
-Host testhost
-    HostName 127.0.0.1
-    Port $SSHD_PORT
-    User $(id -un)
-    IdentityFile $SSH_KEY
-CONFIG
+ssh_host_alias testhost
 M=$((1024 * 1024))
 qemu-img create -q -f qcow2 "$T/src.qcow2" 128M
 qemu-io -f qcow2 -c 'write -P 0x33 10M 5M' -c 'write -P 0x44 127M 1M' "$T/src.qcow2" > /dev/null

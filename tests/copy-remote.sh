@@ -10,16 +10,7 @@
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 start_sshd main /usr/bin:/bin
-ssh_config () {  # NAME PORT: a Host entry for the test sshd in ferry's ~/.ssh/config
-    cat >> "$SSH_HOME/.ssh/config" <<CONFIG
-Host $1
-    HostName 127.0.0.1
-    Port $2
-    User $(id -un)
-    IdentityFile $SSH_KEY
-CONFIG
-}
-ssh_config testhost "$SSHD_PORT"
+ssh_host_alias testhost
 copy () {  # ARGS...: ferry copy through the test sshd, ferry as the remote helper
     within 120 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" copy --remote-helper="$FERRY" "$@"
 }
@@ -38,9 +29,13 @@ for streams in 1 4; do
         "download, --streams=$streams: the SEEK_DATA map"
 done
 
-# 1% of the 4096 blocks change (41, one byte each, in data and in holes).
+# 1% of the 4096 blocks change (41, one byte each, in data and in holes):
+# each byte becomes its complement, so that none keeps its value (random
+# data held a byte already 'x' once in 256).
 for i in $(seq 0 40); do
-    printf 'x' | dd of="$T/a.img" bs=1 seek=$((i * 100 * 65536 + i)) conv=notrunc status=none
+    off=$((i * 100 * 65536 + i))
+    byte=$(od -An -tu1 -j "$off" -N1 "$T/a.img")
+    printf "\\$(printf %03o $((byte ^ 255)))" | dd of="$T/a.img" bs=1 seek="$off" conv=notrunc status=none
 done
 copy --delta -v "$T/a.img" "testhost:$T/far/up.img" 2> "$T/err" || fail "--delta: $(cat "$T/err")"
 cmp "$T/a.img" "$T/far/up.img" || fail "--delta: the copy differs"
@@ -67,7 +62,7 @@ cmp "$T/a.img" "$T/far/d2/a.img" || fail "upload into DIR: the copy differs"
 # A far host without qemu-nbd: its ferry says so, naming the host.
 mkdir "$T/empty-bin"
 start_sshd bare "$T/empty-bin"
-ssh_config barehost "$SSHD_PORT"
+ssh_host_alias barehost
 qemu-img create -q -f qcow2 "$T/far/disk.qcow2" 64M
 rc=0
 copy "barehost:$T/far/disk.qcow2" "$T/disk.img" 2> "$T/err" || rc=$?

@@ -27,6 +27,9 @@
 #                          ferry finds ~/.ssh through $HOME), no ssh-agent,
 #                          and a 60 s hang guard
 #   ssh_base               ssh://USER@127.0.0.1:$SSHD_PORT for the last sshd
+#   ssh_host_alias NAME [PORT]  a Host NAME entry in ferry's ~/.ssh/config
+#                          for the last sshd (or PORT), with the client key,
+#                          so that NAME:PATH reaches it
 #
 # Everything lives in $T/ssh and is stopped by PID with the test.
 need /usr/sbin/sshd ssh ssh-keygen
@@ -104,6 +107,16 @@ ferry_ssh () {
 
 ssh_base () {
     echo "ssh://$(id -un)@127.0.0.1:$SSHD_PORT"
+}
+
+ssh_host_alias () {  # NAME [PORT]
+    cat >> "$SSH_HOME/.ssh/config" <<CONFIG
+Host $1
+    HostName 127.0.0.1
+    Port ${2:-$SSHD_PORT}
+    User $(id -un)
+    IdentityFile $SSH_KEY
+CONFIG
 }
 
 # SIZE bytes each way at once between ferry and a socat server listening on

@@ -35,13 +35,7 @@ assert_contains "$T/err" "ferry: $T/t.sock: relaying with stdio" "-vv: the stdio
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 start_sshd main /usr/bin:/bin
-cat >> "$SSH_HOME/.ssh/config" <<CONFIG
-Host testhost
-    HostName 127.0.0.1
-    Port $SSHD_PORT
-    User $(id -un)
-    IdentityFile $SSH_KEY
-CONFIG
+ssh_host_alias testhost
 sparse_image "$T/a.img" 256 64
 mkdir "$T/far"
 for level in -v -vv; do
