@@ -15,13 +15,7 @@ sh "$top/scripts/install-deps.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ferry-package.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/ferry"
-# The tracked and new files, without build directories (git's ignores); or,
-# out of a git checkout, everything but the usual build directories.
-if git -C "$top" rev-parse --show-toplevel >/dev/null 2>&1; then
-    (cd "$top" && git ls-files -z --cached --others --exclude-standard | tar -c --null -T -)
-else
-    tar -c -C "$top" --exclude='./build*' --exclude='./obj-*' --exclude=./bench/.build .
-fi | tar -x -C "$tmp/ferry"
+sh "$top/scripts/copy-source-tree.sh" "$top" "$tmp/ferry"
 
 version=$(dpkg-parsechangelog -l "$tmp/ferry/debian/changelog" -S Version)
 log=$out/ferry_${version#*:}_$(dpkg-architecture -qDEB_HOST_ARCH).build

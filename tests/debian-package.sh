@@ -90,11 +90,7 @@ done
 # The source tree as package.sh copies it, without build directories
 # (autopkgtest copies the whole tree into the testbed).
 mkdir "$T/src"
-if git -C "$src" rev-parse --show-toplevel >/dev/null 2>&1; then
-    (cd "$src" && git ls-files -z --cached --others --exclude-standard | tar -c --null -T -)
-else
-    tar -c -C "$src" --exclude='./build*' --exclude='./obj-*' --exclude=./bench/.build .
-fi | tar -x -C "$T/src"
+sh "$src/scripts/copy-source-tree.sh" "$src" "$T/src"
 rc=0
 within 600 autopkgtest --output-dir "$T/autopkgtest" "$T/src/" "$ferry_deb" "$compat_deb" \
     -- null > "$T/autopkgtest.log" 2>&1 || rc=$?

@@ -33,6 +33,10 @@ struct ferry_ssh_conn {
                                  ssh_event_dopoll processes its input */
   char *name;                 /* "USER@HOST:PORT" */
   int timeout_ms;             /* the connect timeout; -1 for none */
+  int exchange_ms;            /* how long a blocking exchange after the
+                                 handshake (login, opening channels) may wait:
+                                 the connect timeout, or else as long as the
+                                 keepalives would take to give up; -1: none */
   bool ask_password;
   struct ssh_callbacks_struct callbacks;  /* passphrase prompts */
   struct ssh_counter_struct counter;      /* bytes read from the socket */
@@ -184,7 +188,7 @@ on_keepalive (gpointer data)
 int
 ferry_ssh_conn_wait (struct ferry_ssh_conn *c, int (*step) (void *data), void *data, int again)
 {
-  int rc = ferry_ssh_wait (c->session, step, data, again, c->timeout_ms);
+  int rc = ferry_ssh_wait (c->session, step, data, again, c->exchange_ms);
 
   mark_buffered (c, NULL);
   return rc;
@@ -212,7 +216,7 @@ conn_open (struct ferry_ssh_conn *c, const struct address *a, GError **error)
     return false;
   }
   return ferry_ssh_verify_host_key (c->session, c->name, a, error) &&
-         ferry_ssh_authenticate (c->session, c->name, c->timeout_ms, a, c->ask_password, error);
+         ferry_ssh_authenticate (c->session, c->name, c->exchange_ms, a, c->ask_password, error);
 }
 
 struct ferry_ssh_conn *
@@ -224,7 +228,13 @@ ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
 
   c->refs = 1;
   c->clients = g_ptr_array_new ();
+  unsigned keepalive = opts->keepalive_given ? opts->keepalive : FERRY_DEFAULT_SSH_KEEPALIVE;
+
   c->timeout_ms = connect_timeout_ms (opts);
+  /* The main loop, and with it the keepalives, waits while the main loop
+   * blocks: a link that froze then would hold it for ever. */
+  c->exchange_ms = c->timeout_ms >= 0 ? c->timeout_ms
+                 : keepalive > 0 ? (int) (keepalive * FERRY_KEEPALIVE_PROBES * 1000) : -1;
   c->ask_password = opts->ask_password;
   c->session = ssh_new ();
   if (c->session == NULL) {
@@ -257,7 +267,6 @@ ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
   c->events = G_IO_IN;
   c->source->tag = g_source_add_unix_fd (&c->source->source, ssh_get_fd (c->session), c->events);
   gsource_attach (&c->source->source);
-  unsigned keepalive = opts->keepalive_given ? opts->keepalive : FERRY_DEFAULT_SSH_KEEPALIVE;
   if (keepalive > 0)
     c->keepalive = gsource_timer_new (keepalive, on_keepalive, c);
   return g_steal_pointer (&c);
