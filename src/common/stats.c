@@ -203,13 +203,14 @@ ferry_stats_read_fd (int fd)
 }
 
 void
-ferry_stats_object_set_seconds (JsonObject *object, const char *name, double seconds)
+ferry_stats_object_set_ms (JsonObject *object, double seconds)
 {
-  json_object_set_double_member (object, name, round (seconds * 1000) / 1000);
+  json_object_set_int_member (object, "milliseconds", (gint64) llround (seconds * 1000));
 }
 
 void
-ferry_stats_object_set_rate (JsonObject *object, const char *name, double mib_per_s)
+ferry_stats_object_set_rate (JsonObject *object, guint64 bytes, double seconds)
 {
-  json_object_set_double_member (object, name, round (mib_per_s * 10) / 10);
+  json_object_set_int_member (object, "bytes_per_second",
+                              seconds > 0 ? (gint64) llround (bytes / seconds) : 0);
 }

@@ -42,9 +42,10 @@ void ferry_stats_to_fd (int fd);
 /* The object a half wrote to @fd (non-blocking, after its exit), or NULL. */
 JsonObject *ferry_stats_read_fd (int fd);
 
-/* Helpers for the modes' counts: seconds rounded to the millisecond,
- * MiB/s to a tenth, as -v prints them. */
-void ferry_stats_object_set_seconds (JsonObject *object, const char *name, double seconds);
-void ferry_stats_object_set_rate (JsonObject *object, const char *name, double mib_per_s);
+/* Helpers for the modes' counts, in integers (json-glib writes a double
+ * with 17 digits): @seconds as "milliseconds", and @bytes in @seconds as
+ * "bytes_per_second" (0 in no time). */
+void ferry_stats_object_set_ms (JsonObject *object, double seconds);
+void ferry_stats_object_set_rate (JsonObject *object, guint64 bytes, double seconds);
 
 #endif

@@ -361,10 +361,10 @@ commands_json (struct nbd_relay *nr)
     o = json_object_new ();
     json_object_set_int_member (o, "ops", st->ops);
     json_object_set_int_member (o, "bytes", st->bytes);
-    ferry_stats_object_set_seconds (o, "seconds", st->usec / 1e6);
-    ferry_stats_object_set_rate (o, "mib_per_s", busy > 0 ? st->bytes / 1048576.0 / busy : 0.0);
-    ferry_stats_object_set_rate (o, "inflight_avg",
-                                 (double) st->inflight_sum / MAX (sent - st->refused, 1));
+    ferry_stats_object_set_ms (o, st->usec / 1e6);
+    ferry_stats_object_set_rate (o, st->bytes, busy);
+    json_object_set_double_member (o, "inflight_avg",
+                                   (double) st->inflight_sum / MAX (sent - st->refused, 1));
     json_object_set_int_member (o, "inflight_max", st->inflight_max);
     json_object_set_int_member (o, "errors", st->errors);
     if (i == NBD_CMD_READ)
@@ -385,7 +385,7 @@ nbd_relay_json (struct nbd_relay *nr)
   if (!nbd_framing_greeted (nr->f))
     return NULL;
   o = json_object_new ();
-  ferry_stats_object_set_seconds (o, "seconds", (g_get_monotonic_time () - nr->started) / 1e6);
+  ferry_stats_object_set_ms (o, (g_get_monotonic_time () - nr->started) / 1e6);
   json_object_set_object_member (o, "handshake", handshake_json (nr));
   if (!nbd_framing_handshake (nr->f)->tls)
     json_object_set_object_member (o, "commands", commands_json (nr));

@@ -307,8 +307,7 @@ pump_stats_json (const struct pump *p, double seconds)
   json_object_set_string_member (o, "from", p->src->name);
   json_object_set_string_member (o, "to", endpoint_write_name (p->dst));
   json_object_set_int_member (o, "bytes", p->bytes);
-  ferry_stats_object_set_rate (o, "mib_per_s",
-                               seconds > 0 ? p->bytes / (1024.0 * 1024.0) / seconds : 0.0);
+  ferry_stats_object_set_rate (o, p->bytes, seconds);
   json_object_set_int_member (o, "reader_paused", p->paused_full);
   json_object_set_int_member (o, "writer_waited", p->waited_writable);
   json_object_set_int_member (o, "dropped", p->dropped);
@@ -321,7 +320,7 @@ relay_stats_json (const struct relay *relay)
   JsonObject *o = json_object_new ();
   double seconds = relay_seconds (relay);
 
-  ferry_stats_object_set_seconds (o, "seconds", seconds);
+  ferry_stats_object_set_ms (o, seconds);
   json_object_set_object_member (o, "up", pump_stats_json (&relay->up, seconds));
   json_object_set_object_member (o, "down", pump_stats_json (&relay->down, seconds));
   buffer_stats_json (relay->up.buf, o);
