@@ -113,7 +113,8 @@ static void
 connection_record_stats (struct connection *c)
 {
   struct forward *f = c->forward;
-  g_autoptr (JsonObject) line = c->stats ? json_object_ref (c->stats) : json_object_new ();
+  g_autoptr (JsonObject) line = json_object_new ();
+  GList *names = NULL;
 
   if (c->exit_code != FERRY_EXIT_OK)
     f->failed++;
@@ -125,6 +126,11 @@ connection_record_stats (struct connection *c)
     relay_stats_json_add (f->totals, c->stats);
   json_object_set_string_member (line, "type", "connection");
   json_object_set_string_member (line, "connection", c->peer);
+  if (c->stats)
+    names = json_object_get_members (c->stats);
+  for (GList *l = names; l; l = l->next)
+    json_object_set_member (line, l->data, json_object_dup_member (c->stats, l->data));
+  g_list_free (names);
   json_object_set_int_member (line, "exit_code", c->exit_code);
   ferry_stats_line (line);
 }

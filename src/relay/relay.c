@@ -334,7 +334,8 @@ relay_stats_json_add (JsonObject *total, JsonObject *one)
   static const char *const counts[] = { "bytes", "reader_paused", "writer_waited", "dropped" };
 
   for (size_t d = 0; d < G_N_ELEMENTS (dirs); d++) {
-    JsonObject *from = json_object_get_object_member (one, dirs[d]);
+    JsonObject *from = json_object_has_member (one, dirs[d])
+                       ? json_object_get_object_member (one, dirs[d]) : NULL;
     JsonObject *to;
 
     if (!json_object_has_member (total, dirs[d]))
