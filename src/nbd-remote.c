@@ -1194,12 +1194,11 @@ nbd_remote_main (const struct ferry_options *options)
   ferry_stats_set_string ("direction", options->stream.remote_receive ? "upload" : "download");
   if (!setup_copy (&options->stream, &rc, &code))
     return code;
+  ferry_stats_set_int ("streams", rc.n);
   signals = signal_watch_new (on_signal, &rc);
   code = run_copy (options, address, &rc);
-  if (ferry_stats_enabled ()) {
-    ferry_stats_set_int ("streams", rc.n);
+  if (ferry_stats_enabled ())
     record_local_stats (&rc);
-  }
   free_copy (&rc, signals);
   return code;
 }

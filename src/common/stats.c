@@ -174,8 +174,10 @@ ferry_stats_to_fd (int fd)
   g_mutex_lock (&lock);
   to_half = true;
   half_fd = fd;
-  /* The parent's FILE is the parent's to write. */
+  /* The parent's FILE is the parent's to write, and its members so far
+   * are the parent's too. */
   file = NULL;
+  g_clear_pointer (&root, json_object_unref);
   g_mutex_unlock (&lock);
 }
 
