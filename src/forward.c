@@ -125,7 +125,7 @@ connection_record_stats (struct connection *c)
   if (c->stats)
     relay_stats_json_add (f->totals, c->stats);
   json_object_set_string_member (line, "type", "connection");
-  json_object_set_string_member (line, "connection", c->peer);
+  ferry_stats_object_set_text (line, "connection", c->peer);
   if (c->stats)
     names = json_object_get_members (c->stats);
   for (GList *l = names; l; l = l->next)

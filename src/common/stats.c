@@ -80,8 +80,9 @@ void
 ferry_stats_set_string (const char *name, const char *value)
 {
   JsonNode *node = json_node_new (JSON_NODE_VALUE);
+  g_autofree char *valid = g_utf8_make_valid (value, -1);
 
-  json_node_set_string (node, value);
+  json_node_set_string (node, valid);
   ferry_stats_set (name, node);
 }
 
@@ -215,4 +216,12 @@ ferry_stats_object_set_rate (JsonObject *object, guint64 bytes, double seconds)
 {
   json_object_set_int_member (object, "bytes_per_second",
                               seconds > 0 ? (gint64) llround (bytes / seconds) : 0);
+}
+
+void
+ferry_stats_object_set_text (JsonObject *object, const char *name, const char *text)
+{
+  g_autofree char *valid = g_utf8_make_valid (text, -1);
+
+  json_object_set_string_member (object, name, valid);
 }

@@ -322,7 +322,7 @@ handshake_json (struct nbd_relay *nr)
   json_object_set_boolean_member (o, "tls", hs->tls);
   if (hs->tls)
     return o;
-  json_object_set_string_member (o, "export", hs->export_name);
+  ferry_stats_object_set_text (o, "export", hs->export_name);
   if (hs->have_export) {
     JsonArray *names = json_array_new ();
     json_object_set_int_member (o, "size", hs->size);
@@ -339,7 +339,7 @@ handshake_json (struct nbd_relay *nr)
   }
   json_object_set_boolean_member (o, "structured_replies", hs->structured);
   json_object_set_boolean_member (o, "extended_headers", hs->extended);
-  json_object_set_string_member (o, "meta_contexts", hs->meta[0] ? hs->meta : "none");
+  ferry_stats_object_set_text (o, "meta_contexts", hs->meta[0] ? hs->meta : "none");
   return o;
 }
 
@@ -407,7 +407,7 @@ nbd_relay_print_stats (struct nbd_relay *nr, bool final)
       g_autoptr (JsonObject) line = json_object_new ();
       json_object_set_string_member (line, "type", "nbd-interval");
       if (nr->name)
-        json_object_set_string_member (line, "connection", nr->name);
+        ferry_stats_object_set_text (line, "connection", nr->name);
       json_object_set_object_member (line, "nbd", nbd_relay_json (nr));
       ferry_stats_line (line);
     }

@@ -304,8 +304,8 @@ pump_stats_json (const struct pump *p, double seconds)
 {
   JsonObject *o = json_object_new ();
 
-  json_object_set_string_member (o, "from", p->src->name);
-  json_object_set_string_member (o, "to", endpoint_write_name (p->dst));
+  ferry_stats_object_set_text (o, "from", p->src->name);
+  ferry_stats_object_set_text (o, "to", endpoint_write_name (p->dst));
   json_object_set_int_member (o, "bytes", p->bytes);
   ferry_stats_object_set_rate (o, p->bytes, seconds);
   json_object_set_int_member (o, "reader_paused", p->paused_full);
