@@ -114,7 +114,6 @@ connection_record_stats (struct connection *c)
 {
   struct forward *f = c->forward;
   g_autoptr (JsonObject) line = json_object_new ();
-  GList *names = NULL;
 
   if (c->exit_code != FERRY_EXIT_OK)
     f->failed++;
@@ -127,10 +126,7 @@ connection_record_stats (struct connection *c)
   json_object_set_string_member (line, "type", "connection");
   ferry_stats_object_set_text (line, "connection", c->peer);
   if (c->stats)
-    names = json_object_get_members (c->stats);
-  for (GList *l = names; l; l = l->next)
-    json_object_set_member (line, l->data, json_object_dup_member (c->stats, l->data));
-  g_list_free (names);
+    ferry_stats_object_copy_members (line, c->stats);
   json_object_set_int_member (line, "exit_code", c->exit_code);
   ferry_stats_line (line);
 }

@@ -41,6 +41,7 @@ static void
 run_record_relay (struct run *run, struct relay *relay, int exit_code)
 {
   g_autoptr (JsonObject) counts = NULL;
+  g_autoptr (JsonObject) line = NULL;
 
   if (!ferry_stats_enabled ())
     return;
@@ -53,9 +54,11 @@ run_record_relay (struct run *run, struct relay *relay, int exit_code)
     run->totals = json_object_new ();
   relay_stats_json_add (run->totals, counts);
   run->connections++;
-  json_object_set_string_member (counts, "type", "connection");
-  json_object_set_int_member (counts, "exit_code", exit_code);
-  ferry_stats_line (counts);
+  line = json_object_new ();
+  json_object_set_string_member (line, "type", "connection");
+  ferry_stats_object_copy_members (line, counts);
+  json_object_set_int_member (line, "exit_code", exit_code);
+  ferry_stats_line (line);
 }
 
 /* The first decision stands: a signal may be read in the same iteration
@@ -289,7 +292,7 @@ ferry_run (const struct ferry_options *requested)
   if (run.relay)
     run_record_relay (&run, run.relay, run.exit_code);
   if (run.totals) {
-    json_object_set_int_member (run.totals, "connections", run.connections);
+    ferry_stats_set_int ("connections", run.connections);
     ferry_stats_merge (run.totals);
     json_object_unref (run.totals);
   }

@@ -48,6 +48,29 @@ assert_eq "300000
 1234567
 0" "$(python3 "$J" get "$T/stats.json" 0 up.bytes down.bytes exit_code)" "the file's counts"
 
+# -l -k with stdio: a line per connection, then their sums.
+$DFL "$FERRY" -v -l -k --stats=json "unix:$T/k.sock" < /dev/null > "$T/k.out" 2> "$T/k.err" &
+track $!
+ferry=$LAST_PID
+wait_for_socket "$T/k.sock"
+printf a | within 10 socat -t 5 - "UNIX-CONNECT:$T/k.sock" > /dev/null
+printf bb | within 10 socat -t 5 - "UNIX-CONNECT:$T/k.sock" > /dev/null
+for _ in $(seq 100); do
+    [ "$(python3 "$J" count "$T/k.err")" = 2 ] && break
+    sleep 0.1
+done
+kill -TERM "$ferry"
+rc=0; wait_exit 10 "$ferry" || rc=$?
+assert_eq 3 "$(python3 "$J" count "$T/k.err")" "-l -k: JSON objects (2 connections, the sums)"
+for i in 1 2; do
+    v_down=$(sed -nE "s#^ferry: connection $i on $T/k.sock -> stdout: ([0-9]+) bytes in .*#\1#p" "$T/k.err")
+    [ -n "$v_down" ] || fail "-l -k: no -v line of connection $i"
+    assert_eq "connection $v_down 0" "$(python3 "$J" get "$T/k.err" $((i - 1)) type down.bytes \
+        exit_code | paste -sd ' ')" "-l -k: connection $i's line"
+done
+assert_eq "relay 2 3 $rc" "$(python3 "$J" get "$T/k.err" -1 type connections down.bytes exit_code |
+    paste -sd ' ')" "-l -k: the sums"
+
 # A failing relay: its exit code in the object (the file is truncated).
 rc=0; "$FERRY" --stats=json:"$T/stats.json" "unix:$T/nobody.sock" < /dev/null 2> "$T/err" ||
     rc=$?

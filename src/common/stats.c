@@ -225,3 +225,13 @@ ferry_stats_object_set_text (JsonObject *object, const char *name, const char *t
 
   json_object_set_string_member (object, name, valid);
 }
+
+void
+ferry_stats_object_copy_members (JsonObject *to, JsonObject *from)
+{
+  GList *names = json_object_get_members (from);
+
+  for (GList *l = names; l; l = l->next)
+    json_object_set_member (to, l->data, json_object_dup_member (from, l->data));
+  g_list_free (names);
+}

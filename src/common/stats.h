@@ -47,6 +47,8 @@ JsonObject *ferry_stats_read_fd (int fd);
  * "bytes_per_second" (0 in no time). */
 void ferry_stats_object_set_ms (JsonObject *object, double seconds);
 void ferry_stats_object_set_rate (JsonObject *object, guint64 bytes, double seconds);
+/* Copy every member of @from into @to, after @to's own. */
+void ferry_stats_object_copy_members (JsonObject *to, JsonObject *from);
 /* A name that a user or a peer gave (a path, an export's name), which
  * need not be UTF-8: its invalid bytes become U+FFFD, so that the line
  * stays JSON. */
