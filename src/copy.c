@@ -31,6 +31,7 @@
 #include "message.h"
 #include "nbd-remote.h"
 #include "relay.h"
+#include "stats.h"
 
 /* A digest's hex (SHA-256) and its NUL. */
 #define DIGEST_HEX_SIZE 65
@@ -163,21 +164,59 @@ pass_on_signal (int signum)
  * receiver) or stdout (the sender), and @report as its deferred lines'
  * socket.  Its own process group: a terminal's ^C reaches it through us. */
 static pid_t
-fork_half (const struct nbd_stream_options *half, int stream_fd, int report, int *close_fds)
+fork_half (const struct nbd_stream_options *half, int stream_fd, int report, int *close_fds,
+           int stats[2])
 {
   pid_t pid = fork ();
+  int rc;
 
-  if (pid != 0)
+  if (pid != 0) {
+    if (stats[1] >= 0)
+      close (stats[1]);
+    stats[1] = -1;
     return pid;
+  }
   setpgid (0, 0);
   for (int *fd = close_fds; *fd >= 0; fd++)
     close (*fd);
+  /* --stats=json: this half's object goes to the parent, which writes
+   * the one object of the copy. */
+  ferry_stats_to_fd (stats[1]);
   struct nbd_stream_options o = *half;
   o.report_fd = report;
   if (dup2 (stream_fd, o.receive ? STDIN_FILENO : STDOUT_FILENO) < 0)
     _exit (FERRY_EXIT_FAILURE);
   close (stream_fd);
-  _exit (nbd_stream_main (&o));
+  rc = nbd_stream_main (&o);
+  ferry_stats_finish (rc);
+  _exit (rc);
+}
+
+/* --stats=json: a pipe for a half's object, or none. */
+static void
+stats_pipe (int fds[2])
+{
+  fds[0] = fds[1] = -1;
+  if (ferry_stats_enabled () && pipe2 (fds, O_CLOEXEC) < 0)
+    fds[0] = fds[1] = -1;
+}
+
+/* The half's object as member @name of the copy's, and its pipe closed. */
+static void
+take_half_stats (int fds[2], const char *name)
+{
+  JsonObject *half = ferry_stats_read_fd (fds[0]);
+  JsonNode *node;
+
+  if (fds[0] >= 0)
+    close (fds[0]);
+  if (fds[1] >= 0)
+    close (fds[1]);
+  if (half == NULL)
+    return;
+  node = json_node_new (JSON_NODE_OBJECT);
+  json_node_take_object (node, half);
+  ferry_stats_set (name, node);
 }
 
 static int
@@ -226,6 +265,7 @@ run_local_copy (const struct nbd_stream_options *o)
   static const int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
   pid_t send_pid, receive_pid;
   int send_code = FERRY_EXIT_OK, receive_code;
+  int send_stats[2], receive_stats[2] = { -1, -1 };
 
   sender.receive = NULL;
   receiver.send = NULL;
@@ -244,9 +284,10 @@ run_local_copy (const struct nbd_stream_options *o)
   }
   for (size_t i = 0; i < G_N_ELEMENTS (stops); i++)
     sigaction (stops[i], &pass, &old[i]);
+  stats_pipe (send_stats);
   send_pid = fork_half (&sender, pipe_fds[1], send_report[1],
                         (int[]) { pipe_fds[0], send_report[0], receive_report[0],
-                                  receive_report[1], -1 });
+                                  receive_report[1], send_stats[0], -1 }, send_stats);
   stop_target = send_pid;
   close (pipe_fds[1]);
   close (send_report[1]);
@@ -258,8 +299,11 @@ run_local_copy (const struct nbd_stream_options *o)
       send_code = FERRY_EXIT_STREAM;
     receive_pid = -1;
   } else {
+    stats_pipe (receive_stats);
     receive_pid = fork_half (&receiver, pipe_fds[0], receive_report[1],
-                             (int[]) { send_report[0], receive_report[0], -1 });
+                             (int[]) { send_report[0], receive_report[0], receive_stats[0],
+                                       send_stats[0], -1 },
+                             receive_stats);
     stop_target = receive_pid;
   }
   close (receive_report[1]);
@@ -285,6 +329,8 @@ run_local_copy (const struct nbd_stream_options *o)
     sigaction (stops[i], &old[i], NULL);
   close (send_report[0]);
   close (receive_report[0]);
+  take_half_stats (send_stats, "send");
+  take_half_stats (receive_stats, "receive");
   return receive_code;
 }
 
@@ -422,6 +468,7 @@ digest_main (struct ferry_options *options, char **args, int n_args)
 {
   int first_failure = FERRY_EXIT_OK;
 
+  ferry_stats_set_string ("type", "digest");
   if (n_args < 1) {
     ferry_error ("ferry digest takes one IMAGE or more; see 'ferry digest --help'");
     return FERRY_EXIT_USAGE;
@@ -529,6 +576,7 @@ copy_main (struct ferry_options *options, char **args, int n_args)
     else
       setup_local_copy (o, &src, &dst, &path, &error);
   }
+  ferry_stats_set_string ("type", src.address || dst.address ? "remote-copy" : "copy");
   if (error == NULL && nbd_remote_requested (o) && nbd_stream_validate (o, &error))
     rc = nbd_remote_main (options);
   else if (error == NULL && !nbd_remote_requested (o))

@@ -15,6 +15,7 @@
 #include "listen.h"
 #include "message.h"
 #include "relay.h"
+#include "stats.h"
 #include "worker.h"
 
 struct forward {
@@ -36,6 +37,8 @@ struct forward {
   char *expired_why;          /* once stopping: why a relay is cut at --drain-timeout */
   char *cut_why;              /* once cut (a second signal): why every relay is */
   unsigned drained, cut;      /* while stopping: relays that delivered all or not */
+  JsonObject *totals;         /* --stats=json: the ended connections' sums */
+  guint64 failed;             /* connections that ended with a non-zero code */
   bool finished;
   forward_done_fn done;
   void *done_data;
@@ -55,6 +58,7 @@ struct connection {
   GMainContext *context;      /* @worker's context, or the main loop's */
   struct relay *relay;        /* NULL before the start and after the end */
   int exit_code;              /* set before @ended is attached */
+  JsonObject *stats;          /* --stats=json: the relay's counts, set with @exit_code */
   GSource *ended;             /* reports the end on the main loop */
 };
 
@@ -71,6 +75,60 @@ peak_rss (void)
   p += strlen ("VmHWM:");
   p += strspn (p, " \t");
   return g_strndup (p, strcspn (p, "\n"));
+}
+
+/* --stats=json: VmHWM in KiB, as peak_rss finds it; -1 if unknown. */
+static gint64
+peak_rss_kib (void)
+{
+  g_autofree char *rss = peak_rss ();
+  char *end;
+  gint64 kib = g_ascii_strtoll (rss, &end, 10);
+
+  return end != rss && g_str_has_suffix (rss, "kB") ? kib : -1;
+}
+
+/* The final object of --stats=json: -v's last line and the sums. */
+static void
+forward_record_stats (struct forward *f)
+{
+  g_autoptr (JsonObject) none = NULL;
+
+  if (!ferry_stats_enabled ())
+    return;
+  none = json_object_new ();
+  ferry_stats_set_int ("connections", f->served);
+  ferry_stats_set_int ("failed_connections", f->failed);
+  ferry_stats_set_int ("peak_connections", f->peak);
+  ferry_stats_set_int ("peak_rss_kib", peak_rss_kib ());
+  if (f->totals == NULL)
+    f->totals = json_object_new ();
+  /* Zeros when nothing came. */
+  relay_stats_json_add (f->totals, none);
+  ferry_stats_merge (f->totals);
+}
+
+/* On the main loop: a connection's line, counted in the sums. */
+static void
+connection_record_stats (struct connection *c)
+{
+  struct forward *f = c->forward;
+  g_autoptr (JsonObject) line = json_object_new ();
+
+  if (c->exit_code != FERRY_EXIT_OK)
+    f->failed++;
+  if (!ferry_stats_enabled ())
+    return;
+  if (f->totals == NULL)
+    f->totals = json_object_new ();
+  if (c->stats)
+    relay_stats_json_add (f->totals, c->stats);
+  json_object_set_string_member (line, "type", "connection");
+  ferry_stats_object_set_text (line, "connection", c->peer);
+  if (c->stats)
+    ferry_stats_object_copy_members (line, c->stats);
+  json_object_set_int_member (line, "exit_code", c->exit_code);
+  ferry_stats_line (line);
 }
 
 static void
@@ -93,6 +151,7 @@ forward_finish (struct forward *f, int exit_code)
     ferry_report ("%" G_GUINT64_FORMAT " connections, at most %u at once, "
                   "peak memory (VmHWM) %s", f->served, f->peak, rss);
   }
+  forward_record_stats (f);
   f->done (exit_code, f->done_data);
 }
 
@@ -162,6 +221,7 @@ connection_unref (gpointer data)
   if (!g_atomic_int_dec_and_test (&c->refs))
     return;
   gsource_release (c->ended);
+  g_clear_pointer (&c->stats, json_object_unref);
   g_free (c->peer);
   g_free (c);
 }
@@ -198,6 +258,7 @@ on_connection_ended (gpointer data)
   /* Before the array's reference goes, with @c's name. */
   ferry_detail ("%s: ended, exit code %d (%u live)", c->peer, exit_code,
                 f->connections->len - 1);
+  connection_record_stats (c);
   g_ptr_array_remove_fast (f->connections, c);
   connection_ended (f, exit_code);
   return G_SOURCE_REMOVE;
@@ -216,6 +277,8 @@ on_relay_done (struct relay *relay, int exit_code, void *data)
 {
   struct connection *c = data;
 
+  if (ferry_stats_enabled ())
+    c->stats = relay_stats_json (relay);
   g_clear_pointer (&c->relay, relay_free);
   connection_report_end (c, exit_code);
 }
@@ -453,5 +516,6 @@ forward_free (struct forward *f)
   dialer_free (f->dialer);
   g_free (f->expired_why);
   g_free (f->cut_why);
+  g_clear_pointer (&f->totals, json_object_unref);
   g_free (f);
 }

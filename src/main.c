@@ -26,6 +26,7 @@
 #include "nbd-stream.h"
 #include "range-messages.h"
 #include "run.h"
+#include "stats.h"
 #include "virt-uri.h"
 
 /* ferry --help: the forms, the common options and examples; the rest is
@@ -368,6 +369,16 @@ parse_progress (struct command_line *cli, const char *name, const char *value,
   return progress_spec_parse (value, field, error);
 }
 
+/* --stats=json[:FILE]: stats.c keeps it, as message.c the verbosity.
+ * @field is unused. */
+static bool
+parse_stats (struct command_line *cli, const char *name, const char *value,
+             void *field, GError **error)
+{
+  (void) cli, (void) name, (void) field;
+  return ferry_stats_parse (value, error);
+}
+
 /* GOption would take the ADDRESS after a bare --progress as its optional
  * WHEN: spell the default out instead, so WHEN comes only after '='. */
 static void
@@ -415,6 +426,9 @@ static const struct option {
   { "verbose", 'v', GROUP_MAIN, parse_count_up, FIELD (verbose), NULL,
     "Print a summary at exit (statistics for each direction); -vv also a line "
     "per connection, channel and range" },
+  { "stats", 0, GROUP_MAIN, parse_stats, FIELD (version), "json[:FILE]",
+    "At the end, write -v's counts and the exit code as one JSON object on a line "
+    "of stderr, or of FILE (created or truncated); also with -q" },
   { "version", 'V', GROUP_MAIN, parse_set, FIELD (version), NULL,
     "Print the version and exit" },
   /* glib's own help is off (parse_argv): these print it. */
@@ -640,6 +654,10 @@ parse_argv (struct command_line *cli, int argc, char **argv, GError **error)
   cli->n_args = argc - 1;
   if (cli->quiet && cli->verbose)
     return usage_error (error, "-q/--quiet and -v/--verbose contradict each other");
+  if (ferry_stats_enabled () && cli->options.relay.nbd.stats_file)
+    return usage_error (error, "--stats-file goes without --stats=json (use --stats=json:FILE)");
+  if (!ferry_stats_open (error))
+    return false;
   /* The one verbosity level (message.h); the relay's and the stream
    * mode's summaries follow it. */
   ferry_set_verbosity (cli->quiet ? FERRY_QUIET : MIN (cli->verbose, FERRY_DETAIL));
@@ -850,6 +868,8 @@ main (int argc, char **argv)
                  cli.image_command ? cli.image_command : "", cli.image_command ? " " : "");
   else if (error)
     ferry_error ("%s", error->message);
+  /* The one object of --stats=json, with the exit code. */
+  ferry_stats_finish (rc);
   socket_activation_clear (&cli.options.activation);
   nbd_stream_options_clear (&cli.options.stream);
   g_ptr_array_unref (cli.strings);

@@ -52,6 +52,7 @@
 #include "relay.h"
 #include "remote-exit-codes.h"
 #include "signal-watch.h"
+#include "stats.h"
 
 /* The socketpair's buffers: a few stream records' worth in each. */
 #define SOCKET_BUFFER (4 * 1024 * 1024)
@@ -97,6 +98,8 @@ struct remote_channel {
   GSource *control_watch;
   struct range_holder holder; /* --streams: its ranges (range-controller.h) */
   gint64 end_us;              /* when its relay ended; 0 before */
+  int stats;                  /* --stats=json: the pipe from the local half,
+                                 which writes its object there; -1 without */
 };
 
 /* The relays between the local halves and the channels, on the main loop,
@@ -846,6 +849,11 @@ start_children (const struct nbd_stream_options *o, struct remote_copy *rc, int 
   /* A stop signal passed on before a child's handlers are in place waits
    * for them (its stream mode's signal_watch_new unblocks it), instead of
    * killing the child by its default action. */
+  /* --stats=json: each local half's object comes back on a pipe. */
+  int (*stats)[2] = g_malloc_n (rc->n, sizeof *stats);
+  for (unsigned i = 0; i < rc->n; i++)
+    if (!ferry_stats_enabled () || pipe2 (stats[i], O_CLOEXEC) < 0)
+      stats[i][0] = stats[i][1] = -1;
   sigset_t parent_mask;
   signal_watch_block (&parent_mask);
   for (unsigned i = 0; i < rc->n; i++) {
@@ -864,16 +872,29 @@ start_children (const struct nbd_stream_options *o, struct remote_copy *rc, int 
     setpgid (child == 0 ? 0 : child, 0);
     if (child == 0) {
       /* Only this half's own ends stay open in it. */
-      for (unsigned j = 0; j < rc->n; j++)
+      for (unsigned j = 0; j < rc->n; j++) {
         for (int k = 0; k < 6; k++)
           if (fds[j][k] >= 0 && (j != i || k % 2 == 0))
             close (fds[j][k]);
+        for (int k = 0; k < 2; k++)
+          if (stats[j][k] >= 0 && (j != i || k == 0))
+            close (stats[j][k]);
+      }
+      /* main() writes the half's object, with its exit code, there. */
+      ferry_stats_to_fd (stats[i][1]);
       *exit_code = run_local_half (o, fds[i][1], fds[i][3], fds[i][5], c->number);
       g_free (fds);
+      g_free (stats);
       return false;
     }
     c->child = child;
   }
+  for (unsigned i = 0; i < rc->n; i++) {
+    if (stats[i][1] >= 0)
+      close (stats[i][1]);
+    rc->ch[i].stats = stats[i][0];
+  }
+  g_free (stats);
   pthread_sigmask (SIG_SETMASK, &parent_mask, NULL);
   for (unsigned i = 0; i < rc->n; i++) {
     struct remote_channel *c = &rc->ch[i];
@@ -920,6 +941,72 @@ print_streams_summary (struct remote_copy *rc, bool complete)
   if (rc->delta)
     ferry_report ("delta: compared=%" PRIu64 " blocks, sent=%" PRIu64 " same=%" PRIu64
                   " saved=%" PRIu64 " bytes", blocks, blocks - same, same, done->same_bytes);
+}
+
+/* --stats=json: print_streams_summary's counts, as members of the final
+ * object (ferry(1), STATISTICS). */
+static void
+record_streams_stats (struct remote_copy *rc, bool complete)
+{
+  gint64 now = g_get_monotonic_time ();
+  const struct range_counts *done = range_controller_done (rc->ranges);
+  uint64_t size = range_controller_size (rc->ranges);
+  g_autofree char *digest = complete ? range_controller_digest (rc->ranges) : NULL;
+  JsonArray *per_stream = json_array_new ();
+  JsonNode *node = json_node_new (JSON_NODE_ARRAY);
+
+  for (unsigned i = 0; i < rc->n; i++) {
+    const struct remote_channel *c = &rc->ch[i];
+    const struct range_counts *its = &c->holder.done;
+    double secs = ((c->end_us ? c->end_us : now) - rc->start_us) / 1e6;
+    JsonObject *o = json_object_new ();
+    json_object_set_int_member (o, "stream", c->number);
+    json_object_set_int_member (o, "ranges", its->ranges);
+    json_object_set_int_member (o, "image", its->bytes);
+    json_object_set_int_member (o, "data", its->data_bytes);
+    ferry_stats_object_set_ms (o, secs);
+    ferry_stats_object_set_rate (o, its->data_bytes, secs);
+    json_array_add_object_element (per_stream, o);
+  }
+  json_node_take_array (node, per_stream);
+  ferry_stats_set ("per_stream", node);
+  ferry_stats_set_int ("ranges", range_controller_n_ranges (rc->ranges));
+  ferry_stats_set_int ("image", size);
+  ferry_stats_set_int ("data", done->data_bytes);
+  ferry_stats_set_int ("milliseconds", (now - rc->start_us + 500) / 1000);
+  if (digest)
+    ferry_stats_set_string ("digest", digest);
+  if (rc->delta) {
+    uint64_t blocks = (size + STREAM_BLOCK_SIZE - 1) / STREAM_BLOCK_SIZE,
+             same = (done->same_bytes + STREAM_BLOCK_SIZE - 1) / STREAM_BLOCK_SIZE;
+    JsonObject *d = json_object_new ();
+    JsonNode *dn = json_node_new (JSON_NODE_OBJECT);
+    json_object_set_int_member (d, "compared", blocks);
+    json_object_set_int_member (d, "sent", blocks - same);
+    json_object_set_int_member (d, "same", same);
+    json_object_set_int_member (d, "saved_bytes", done->same_bytes);
+    json_node_take_object (dn, d);
+    ferry_stats_set ("delta", dn);
+  }
+}
+
+/* --stats=json: the local halves' objects, in stream order, as "local"
+ * (a remote half's counts stay on its host). */
+static void
+record_local_stats (struct remote_copy *rc)
+{
+  JsonArray *local = json_array_new ();
+  JsonNode *node = json_node_new (JSON_NODE_ARRAY);
+
+  for (unsigned i = 0; i < rc->n; i++) {
+    JsonObject *half = ferry_stats_read_fd (rc->ch[i].stats);
+    if (half == NULL)
+      half = json_object_new ();
+    json_object_set_int_member (half, "stream", rc->ch[i].number);
+    json_array_add_object_element (local, half);
+  }
+  json_node_take_array (node, local);
+  ferry_stats_set ("local", node);
 }
 
 /* Whether every half ended well and DST is complete: no line printed. */
@@ -996,6 +1083,8 @@ copy_result (struct remote_copy *rc, const struct nbd_stream_options *o)
   }
   if (o->verbose)
     print_streams_summary (rc, code == FERRY_EXIT_OK && complete);
+  if (ferry_stats_enabled ())
+    record_streams_stats (rc, code == FERRY_EXIT_OK && complete);
   return code;
 }
 
@@ -1015,7 +1104,7 @@ setup_copy (const struct nbd_stream_options *o, struct remote_copy *rc, int *cod
   rc->ch = g_new0 (struct remote_channel, rc->n);
   for (unsigned i = 0; i < rc->n; i++)
     rc->ch[i] = (struct remote_channel) { .rc = rc, .number = i + 1, .remote_status = -1,
-                                          .fd = -1, .go = -1, .control = -1,
+                                          .fd = -1, .go = -1, .control = -1, .stats = -1,
                                           .holder = RANGE_HOLDER_INIT };
   if (!start_children (o, rc, code)) {
     g_free (rc->ch);
@@ -1073,6 +1162,8 @@ free_copy (struct remote_copy *rc, struct signal_watch *signals)
     g_free (c->remote_signal);
     g_free (c->cut_reason);
     g_free (c->cut_where);
+    if (c->stats >= 0)
+      close (c->stats);
   }
   g_free (rc->link_lost);
   g_clear_pointer (&rc->stop_timer, gsource_release);
@@ -1101,10 +1192,15 @@ nbd_remote_main (const struct ferry_options *options)
     ferry_error ("%s", error->message);
     return error->code;
   }
+  ferry_stats_set_string ("type", "remote-copy");
+  ferry_stats_set_string ("direction", options->stream.remote_receive ? "upload" : "download");
   if (!setup_copy (&options->stream, &rc, &code))
     return code;
+  ferry_stats_set_int ("streams", rc.n);
   signals = signal_watch_new (on_signal, &rc);
   code = run_copy (options, address, &rc);
+  if (ferry_stats_enabled ())
+    record_local_stats (&rc);
   free_copy (&rc, signals);
   return code;
 }

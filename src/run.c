@@ -15,6 +15,7 @@
 #include "message.h"
 #include "progress.h"
 #include "signal-watch.h"
+#include "stats.h"
 
 struct run {
   const struct ferry_options *options;
@@ -29,7 +30,36 @@ struct run {
   GSource *drain_timer;       /* stdio relay: --drain-timeout while stopping */
   bool quitting;              /* @exit_code is decided */
   int exit_code;
+  JsonObject *totals;         /* --stats=json with -l -k: the connections' sums */
+  guint64 connections;        /* and how many ended */
 };
+
+/* --stats=json: the stdio relay's counts are the final object's; with
+ * -l -k, each connection's goes on a line of its own, and the final
+ * object sums them (ferry(1), STATISTICS). */
+static void
+run_record_relay (struct run *run, struct relay *relay, int exit_code)
+{
+  g_autoptr (JsonObject) counts = NULL;
+  g_autoptr (JsonObject) line = NULL;
+
+  if (!ferry_stats_enabled ())
+    return;
+  counts = relay_stats_json (relay);
+  if (!run->options->keep_listening) {
+    ferry_stats_merge (counts);
+    return;
+  }
+  if (run->totals == NULL)
+    run->totals = json_object_new ();
+  relay_stats_json_add (run->totals, counts);
+  run->connections++;
+  line = json_object_new ();
+  json_object_set_string_member (line, "type", "connection");
+  ferry_stats_object_copy_members (line, counts);
+  json_object_set_int_member (line, "exit_code", exit_code);
+  ferry_stats_line (line);
+}
 
 /* The first decision stands: a signal may be read in the same iteration
  * that a relay or the forward finished. */
@@ -133,6 +163,7 @@ on_relay_done (struct relay *relay, int exit_code, void *data)
 
   g_assert (relay == run->relay);
   g_clear_pointer (&run->progress, progress_finish);
+  run_record_relay (run, relay, exit_code);
   g_clear_pointer (&run->relay, relay_free);
   if (run->stop_signal) {
     g_clear_pointer (&run->drain_timer, gsource_release);
@@ -237,6 +268,7 @@ ferry_run (const struct ferry_options *requested)
 
   run.loop = g_main_loop_new (NULL, FALSE);
   signals = signal_watch_new (on_signal, &run);
+  ferry_stats_set_string ("type", target ? "forward" : "relay");
 
   if (target) {
     run.forward = forward_new (options, address, target, on_forward_done, &run, &error);
@@ -256,6 +288,14 @@ ferry_run (const struct ferry_options *requested)
 
   g_clear_pointer (&run.drain_timer, gsource_release);
   progress_finish (run.progress);
+  /* Cut at once: its counts as they are. */
+  if (run.relay)
+    run_record_relay (&run, run.relay, run.exit_code);
+  if (run.totals) {
+    ferry_stats_set_int ("connections", run.connections);
+    ferry_stats_merge (run.totals);
+    json_object_unref (run.totals);
+  }
   relay_free (run.relay);
   listener_free (run.listener);
   forward_free (run.forward);

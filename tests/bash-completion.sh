@@ -98,6 +98,8 @@ assert_completes "ferry --comp" --compat=
 assert_completes "ferry --compat=" nc virt-ssh-helper
 assert_completes "ferry --nbd-r" --nbd-readonly --nbd-receive=
 assert_completes "ferry --progress=a" always auto
+assert_completes "ferry --stats=j" json json:
+assert_completes "ferry --stats=json:$T/dir/a" "$T/dir/a.sock" "$T/dir/ab.sock"
 # SOURCE, DEST and IMAGE: NBD URIs, '[', local files; the socket's PATH of
 # nbd+unix:///?socket=PATH.
 assert_completes "ferry --nbd-send=$T/dir/a" "$T/dir/a.sock" "$T/dir/ab.sock"

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 #include "endpoint.h"
 
@@ -37,6 +38,8 @@ struct buffer_watcher_ops {
   void (*finish) (struct buffer *b);
   /* The buffer is being freed. */
   void (*release) (struct buffer *b);
+  /* --stats=json: add the watcher's members to the relay's @object. */
+  void (*stats_json) (struct buffer *b, JsonObject *object);
 };
 
 struct buffer_ops {
@@ -115,6 +118,13 @@ buffer_finish (struct buffer *b)
 {
   if (b->watcher && b->watcher->finish)
     b->watcher->finish (b);
+}
+
+static inline void
+buffer_stats_json (struct buffer *b, JsonObject *object)
+{
+  if (b->watcher && b->watcher->stats_json)
+    b->watcher->stats_json (b, object);
 }
 
 static inline void

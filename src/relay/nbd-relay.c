@@ -14,6 +14,7 @@
 #include "buffer-nbd-pipe.h"
 #include "buffer-ring.h"
 #include "nbd-proto.h"
+#include "stats.h"
 
 /* One direction of the relay, and the NBD stream it carries. */
 struct nbd_side {
@@ -26,6 +27,7 @@ struct nbd_relay {
   int refs;                   /* the creator's, and each watched buffer's */
   struct nbd_config config;
   char *label;                /* "" or "LABEL: " */
+  char *name;                 /* LABEL; NULL without one */
   struct nbd_framing *f;
   struct nbd_side up, down;   /* local -> remote, remote -> local */
   GError *error;              /* the first violation */
@@ -172,6 +174,7 @@ watch_violation (struct buffer *b)
 }
 
 static void nbd_relay_print_stats (struct nbd_relay *nr, bool final);
+static JsonObject *nbd_relay_json (struct nbd_relay *nr);
 
 /* Once per connection: on the up side. */
 static void
@@ -181,6 +184,16 @@ watch_finish (struct buffer *b)
 
   if (side == &side->nr->up)
     nbd_relay_print_stats (side->nr, true);
+}
+
+static void
+watch_stats_json (struct buffer *b, JsonObject *object)
+{
+  struct nbd_side *side = b->watcher_data;
+  JsonObject *nbd = nbd_relay_json (side->nr);
+
+  if (nbd)
+    json_object_set_object_member (object, "nbd", nbd);
 }
 
 static void
@@ -197,6 +210,7 @@ static const struct buffer_watcher_ops nbd_watcher_ops = {
   .violation = watch_violation,
   .finish = watch_finish,
   .release = watch_release,
+  .stats_json = watch_stats_json,
 };
 
 static void
@@ -290,6 +304,94 @@ format_commands (struct nbd_relay *nr, GString *out)
   }
 }
 
+/* --stats=json: format_handshake's fields. */
+static JsonObject *
+handshake_json (struct nbd_relay *nr)
+{
+  static const struct { uint16_t bit; const char *name; } flags[] = {
+    { NBD_FLAG_READ_ONLY, "read_only" }, { NBD_FLAG_SEND_FLUSH, "flush" },
+    { NBD_FLAG_SEND_FUA, "fua" }, { NBD_FLAG_ROTATIONAL, "rotational" },
+    { NBD_FLAG_SEND_TRIM, "trim" }, { NBD_FLAG_SEND_WRITE_ZEROES, "write_zeroes" },
+    { NBD_FLAG_SEND_DF, "df" }, { NBD_FLAG_CAN_MULTI_CONN, "multi_conn" },
+    { NBD_FLAG_SEND_CACHE, "cache" }, { NBD_FLAG_SEND_FAST_ZERO, "fast_zero" },
+  };
+  const struct nbd_handshake_info *hs = nbd_framing_handshake (nr->f);
+  JsonObject *o = json_object_new ();
+
+  json_object_set_string_member (o, "style", style_name (hs->style));
+  json_object_set_boolean_member (o, "tls", hs->tls);
+  if (hs->tls)
+    return o;
+  ferry_stats_object_set_text (o, "export", hs->export_name);
+  if (hs->have_export) {
+    JsonArray *names = json_array_new ();
+    json_object_set_int_member (o, "size", hs->size);
+    json_object_set_int_member (o, "flags", hs->flags);
+    for (size_t i = 0; i < G_N_ELEMENTS (flags); i++)
+      if (hs->flags & flags[i].bit)
+        json_array_add_string_element (names, flags[i].name);
+    json_object_set_array_member (o, "flag_names", names);
+  }
+  if (hs->have_block_size) {
+    json_object_set_int_member (o, "block_min", hs->min_block);
+    json_object_set_int_member (o, "block_pref", hs->pref_block);
+    json_object_set_int_member (o, "block_max", hs->max_block);
+  }
+  json_object_set_boolean_member (o, "structured_replies", hs->structured);
+  json_object_set_boolean_member (o, "extended_headers", hs->extended);
+  ferry_stats_object_set_text (o, "meta_contexts", hs->meta[0] ? hs->meta : "none");
+  return o;
+}
+
+/* --stats=json: format_commands' lines, an object per command by name. */
+static JsonObject *
+commands_json (struct nbd_relay *nr)
+{
+  gint64 now = g_get_monotonic_time ();
+  JsonObject *all = json_object_new ();
+
+  for (unsigned i = 0; i < NBD_STATS_CMDS; i++) {
+    const struct nbd_cmd_stats *st = nbd_framing_cmd_stats (nr->f, i);
+    uint64_t sent = st->ops + st->inflight_now + st->refused;
+    double busy = (st->busy_usec + (st->inflight_now ? now - st->busy_since : 0)) / 1e6;
+    JsonObject *o;
+
+    if (sent == 0 || i == NBD_CMD_DISC)
+      continue;
+    o = json_object_new ();
+    json_object_set_int_member (o, "ops", st->ops);
+    json_object_set_int_member (o, "bytes", st->bytes);
+    ferry_stats_object_set_ms (o, st->usec / 1e6);
+    ferry_stats_object_set_rate (o, st->bytes, busy);
+    json_object_set_double_member (o, "inflight_avg",
+                                   (double) st->inflight_sum / MAX (sent - st->refused, 1));
+    json_object_set_int_member (o, "inflight_max", st->inflight_max);
+    json_object_set_int_member (o, "errors", st->errors);
+    if (i == NBD_CMD_READ)
+      json_object_set_int_member (o, "hole_bytes", st->hole_bytes);
+    json_object_set_int_member (o, "refused", st->refused);
+    json_object_set_object_member (all, nbd_cmd_name (i), o);
+  }
+  return all;
+}
+
+/* The "nbd" member: what nbd_relay_print_stats prints, or NULL before
+ * the server greeted. */
+static JsonObject *
+nbd_relay_json (struct nbd_relay *nr)
+{
+  JsonObject *o;
+
+  if (!nbd_framing_greeted (nr->f))
+    return NULL;
+  o = json_object_new ();
+  ferry_stats_object_set_ms (o, (g_get_monotonic_time () - nr->started) / 1e6);
+  json_object_set_object_member (o, "handshake", handshake_json (nr));
+  if (!nbd_framing_handshake (nr->f)->tls)
+    json_object_set_object_member (o, "commands", commands_json (nr));
+  return o;
+}
+
 static void
 nbd_relay_print_stats (struct nbd_relay *nr, bool final)
 {
@@ -298,6 +400,19 @@ nbd_relay_print_stats (struct nbd_relay *nr, bool final)
   /* Nothing to tell about a peer that never spoke NBD. */
   if (!nbd_framing_greeted (nr->f))
     return;
+  /* --stats=json: the final counts go into the relay's object
+   * (watch_stats_json), an interval's on a line of their own. */
+  if (ferry_stats_enabled ()) {
+    if (!final) {
+      g_autoptr (JsonObject) line = json_object_new ();
+      json_object_set_string_member (line, "type", "nbd-interval");
+      if (nr->name)
+        ferry_stats_object_set_text (line, "connection", nr->name);
+      json_object_set_object_member (line, "nbd", nbd_relay_json (nr));
+      ferry_stats_line (line);
+    }
+    return;
+  }
   g_string_append_printf (out, "%snbd: stats %s after %.3f s\n", nr->label,
                           final ? "final" : "interval",
                           (g_get_monotonic_time () - nr->started) / 1e6);
@@ -351,6 +466,7 @@ nbd_relay_new (const struct nbd_config *config, const char *label,
   nr->refs = 1;
   nr->config = *config;
   nr->label = label ? g_strdup_printf ("%s: ", label) : g_strdup ("");
+  nr->name = g_strdup (label);
   nr->f = nbd_framing_new (config->readonly);
   nr->up = (struct nbd_side) { nr, NBD_C2S, up };
   nr->down = (struct nbd_side) { nr, NBD_S2C, down };
@@ -377,5 +493,6 @@ nbd_relay_unref (struct nbd_relay *nr)
   g_clear_error (&nr->error);
   nbd_framing_free (nr->f);
   g_free (nr->label);
+  g_free (nr->name);
   g_free (nr);
 }

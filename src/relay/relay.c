@@ -15,6 +15,7 @@
 #include "buffer-choose.h"
 #include "gsource-release.h"
 #include "message.h"
+#include "stats.h"
 
 struct pump {
   struct relay *relay;
@@ -47,6 +48,7 @@ struct relay {
   struct pump up;             /* local -> remote */
   struct pump down;           /* remote -> local */
   gint64 started;             /* monotonic microseconds */
+  gint64 ended;               /* and when it finished; 0 before */
   gint64 last_activity;
   GSource *idle_timer;        /* only with config.idle_timeout */
   GSource *eof_timer;         /* bound_eof_wait, after local EOF */
@@ -282,13 +284,69 @@ print_pump_stats (const struct relay *relay, const struct pump *p,
                 seconds > 0 ? mib / seconds : 0.0, p->paused_full, p->waited_writable);
 }
 
+static double
+relay_seconds (const struct relay *relay)
+{
+  return ((relay->ended ? relay->ended : g_get_monotonic_time ()) - relay->started) / 1e6;
+}
+
 void
 relay_print_stats (const struct relay *relay)
 {
-  double seconds = (g_get_monotonic_time () - relay->started) / 1e6;
+  double seconds = relay_seconds (relay);
 
   print_pump_stats (relay, &relay->up, seconds);
   print_pump_stats (relay, &relay->down, seconds);
+}
+
+static JsonObject *
+pump_stats_json (const struct pump *p, double seconds)
+{
+  JsonObject *o = json_object_new ();
+
+  ferry_stats_object_set_text (o, "from", p->src->name);
+  ferry_stats_object_set_text (o, "to", endpoint_write_name (p->dst));
+  json_object_set_int_member (o, "bytes", p->bytes);
+  ferry_stats_object_set_rate (o, p->bytes, seconds);
+  json_object_set_int_member (o, "reader_paused", p->paused_full);
+  json_object_set_int_member (o, "writer_waited", p->waited_writable);
+  json_object_set_int_member (o, "dropped", p->dropped);
+  return o;
+}
+
+JsonObject *
+relay_stats_json (const struct relay *relay)
+{
+  JsonObject *o = json_object_new ();
+  double seconds = relay_seconds (relay);
+
+  ferry_stats_object_set_ms (o, seconds);
+  json_object_set_object_member (o, "up", pump_stats_json (&relay->up, seconds));
+  json_object_set_object_member (o, "down", pump_stats_json (&relay->down, seconds));
+  buffer_stats_json (relay->up.buf, o);
+  return o;
+}
+
+void
+relay_stats_json_add (JsonObject *total, JsonObject *one)
+{
+  static const char *const dirs[] = { "up", "down" };
+  static const char *const counts[] = { "bytes", "reader_paused", "writer_waited", "dropped" };
+
+  for (size_t d = 0; d < G_N_ELEMENTS (dirs); d++) {
+    JsonObject *from = json_object_has_member (one, dirs[d])
+                       ? json_object_get_object_member (one, dirs[d]) : NULL;
+    JsonObject *to;
+
+    if (!json_object_has_member (total, dirs[d]))
+      json_object_set_object_member (total, dirs[d], json_object_new ());
+    to = json_object_get_object_member (total, dirs[d]);
+    for (size_t i = 0; i < G_N_ELEMENTS (counts); i++)
+      json_object_set_int_member (to, counts[i],
+                                  json_object_get_int_member_with_default (to, counts[i], 0) +
+                                  (from ? json_object_get_int_member_with_default (
+                                            from, counts[i], 0) : 0));
+  }
 }
 
 static gboolean
@@ -305,6 +363,7 @@ static void
 relay_finish (struct relay *relay)
 {
   relay->finished = true;
+  relay->ended = g_get_monotonic_time ();
   relay->local->ops->set_interest (relay->local, false, false);
   relay->remote->ops->set_interest (relay->remote, false, false);
   g_clear_pointer (&relay->idle_timer, gsource_release);

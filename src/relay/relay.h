@@ -37,6 +37,7 @@
 #include <stddef.h>
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 #include "endpoint.h"
 #include "nbd-relay.h"
@@ -85,6 +86,15 @@ void relay_drain (struct relay *relay);
 /* SIGUSR1: each direction's statistics so far, as --verbose prints at the
  * end. */
 void relay_print_stats (const struct relay *relay);
+
+/* --stats=json: the counts that relay_print_stats prints, as an object
+ * (ferry(1), STATISTICS): "seconds", "up" and "down", and with --nbd
+ * "nbd".  The caller owns it. */
+JsonObject *relay_stats_json (const struct relay *relay);
+
+/* Add @one's (relay_stats_json's) byte and wait counts, up and down, to
+ * @total's (a forwarder's or -l -k's sum over its connections). */
+void relay_stats_json_add (JsonObject *total, JsonObject *one);
 
 /* Give up now: one line "LABEL: WHY (N bytes buffered for X, M for Y not
  * delivered)", then done with @exit_code.  Nothing if already finished. */

@@ -15,6 +15,7 @@
 #include "nbd-stream.h"
 #include "nbd-stream-format.h"
 #include "signal-watch.h"
+#include "stats.h"
 
 void
 nbd_stream_take_command (struct nbd_stream_options *options, int *argc, char **argv)
@@ -197,6 +198,7 @@ nbd_stream_main (const struct nbd_stream_options *options)
   int rc;
 
   nbd_stream_keep_freed_memory ();
+  ferry_stats_set_string ("type", o->digest ? "digest" : o->send ? "send" : "receive");
   if (check_not_terminal (o, &error) && resolve_image_path (&resolved, &image, &error))
     module = load_module (&error);
 
@@ -252,6 +254,28 @@ nbd_stream_print_summary (const char *mode, const struct nbd_stream_stats *st,
            mode, st->data_bytes, st->zero_bytes, st->wire_bytes, st->requests, avg,
            st->in_flight_max, secs, digest_hex && *digest_hex ? " digest=" : "",
            digest_hex && *digest_hex ? digest_hex : "");
+}
+
+void
+nbd_stream_record_summary (const struct nbd_stream_stats *st, const char *digest_hex)
+{
+  g_autoptr (JsonObject) o = NULL;
+
+  if (!ferry_stats_enabled ())
+    return;
+  o = json_object_new ();
+  json_object_set_int_member (o, "data", st->data_bytes);
+  json_object_set_int_member (o, "zero", st->zero_bytes);
+  json_object_set_int_member (o, "wire", st->wire_bytes);
+  json_object_set_int_member (o, "requests", st->requests);
+  json_object_set_int_member (o, "in_flight_avg",
+                              st->in_flight_samples ? st->in_flight_sum / st->in_flight_samples
+                                                    : 0);
+  json_object_set_int_member (o, "in_flight_max", st->in_flight_max);
+  ferry_stats_object_set_ms (o, (g_get_monotonic_time () - st->start_us) / 1e6);
+  if (digest_hex && *digest_hex)
+    json_object_set_string_member (o, "digest", digest_hex);
+  ferry_stats_merge (o);
 }
 
 enum nbd_stream_signal

@@ -142,6 +142,9 @@ enum nbd_stream_signal nbd_stream_on_signal (struct nbd_stream_stop *stop, int s
 /* The -v summary (nbd-stream.c). */
 void nbd_stream_print_summary (const char *mode, const struct nbd_stream_stats *stats,
                                const char *digest_hex);
+/* --stats=json: the summary's counts, as members of the final object
+ * (nothing without --stats); called whatever the verbosity. */
+void nbd_stream_record_summary (const struct nbd_stream_stats *stats, const char *digest_hex);
 /* Sample the in-flight bytes for the summary's average and maximum. */
 void nbd_stream_sample_in_flight (struct nbd_stream_stats *stats, uint64_t bytes);
 

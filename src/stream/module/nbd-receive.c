@@ -33,6 +33,7 @@
 #include "nbd-stream-format.h"
 #include "progress.h"
 #include "signal-watch.h"
+#include "stats.h"
 
 #define INPUT_SIZE (1024 * 1024)
 /* Between payloads: enough for many small records, little of a large
@@ -916,7 +917,7 @@ prepare_receive (struct receiver *r)
   if (options->raw) {
     /* A regular file grows as written, and ends with what came. */
     r->size = r->export.resizable ? UINT64_MAX : r->export.size;
-    r->hashing = options->verbose && blkhash_init (&r->hash, r->size, STREAM_BLOCK_SIZE);
+    r->hashing = (options->verbose || ferry_stats_enabled ()) && blkhash_init (&r->hash, r->size, STREAM_BLOCK_SIZE);
     if (r->hashing)
       blkhash_start_worker (&r->hash, &r->kicked);
   }
@@ -976,6 +977,7 @@ receive_summary (struct receiver *r, bool flushed)
   }
   if (options->verbose)
     nbd_stream_print_summary ("receive", &r->stats, hex);
+  nbd_stream_record_summary (&r->stats, hex);
   return rc;
 }
 

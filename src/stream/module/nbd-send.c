@@ -872,6 +872,7 @@ send_summary (struct sender *s)
   if (options->verbose)
     nbd_stream_print_summary (mode_name (s), &s->stats,
                               options->no_verify && !s->digest_only ? NULL : hex);
+  nbd_stream_record_summary (&s->stats, options->no_verify && !s->digest_only ? NULL : hex);
   return rc;
 }
 
