@@ -91,8 +91,13 @@ done
 # (autopkgtest copies the whole tree into the testbed).
 mkdir "$T/src"
 sh "$src/scripts/copy-source-tree.sh" "$src" "$T/src"
+# In a network namespace of its own, with only loopback: apt, which
+# autopkgtest runs to install what the tests depend on (all there already,
+# from install-deps.sh), must not reach the archive (no network beyond
+# 127.0.0.1); the tests' own peers listen on 127.0.0.1.
 rc=0
-within 600 autopkgtest --output-dir "$T/autopkgtest" "$T/src/" "$ferry_deb" "$compat_deb" \
+within 600 unshare --net sh -c 'ip link set lo up && exec "$@"' sh \
+    autopkgtest --output-dir "$T/autopkgtest" "$T/src/" "$ferry_deb" "$compat_deb" \
     -- null > "$T/autopkgtest.log" 2>&1 || rc=$?
 tests=$(sed -n 's/^Tests: *//p' "$src/debian/tests/control" | tr ' ' '\n' | sort)
 summary=$T/autopkgtest/summary
