@@ -570,7 +570,7 @@ static bool
 parse_help (struct command_line *cli, const char *name, const char *value,
             void *field, GError **error)
 {
-  g_autofree char *text = NULL;
+  char *text = NULL;          /* freed before exit(), which no cleanup follows */
 
   (void) value, (void) field, (void) error;
   if (strcmp (name, "-h") == 0 || strcmp (name, "--help") == 0)
@@ -583,6 +583,7 @@ parse_help (struct command_line *cli, const char *name, const char *value,
       text = g_option_context_get_help (cli->context, FALSE, cli->groups[group]);
   g_assert (text);
   fputs (text, stdout);
+  g_free (text);
   exit (fflush (stdout) == 0 ? FERRY_EXIT_OK : FERRY_EXIT_FAILURE);
 }
 
