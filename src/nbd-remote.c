@@ -846,14 +846,14 @@ start_children (const struct nbd_stream_options *o, struct remote_copy *rc, int 
       setsockopt (f[k], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
     }
   }
-  /* A stop signal passed on before a child's handlers are in place waits
-   * for them (its stream mode's signal_watch_new unblocks it), instead of
-   * killing the child by its default action. */
   /* --stats=json: each local half's object comes back on a pipe. */
   int (*stats)[2] = g_malloc_n (rc->n, sizeof *stats);
   for (unsigned i = 0; i < rc->n; i++)
     if (!ferry_stats_enabled () || pipe2 (stats[i], O_CLOEXEC) < 0)
       stats[i][0] = stats[i][1] = -1;
+  /* A stop signal passed on before a child's handlers are in place waits
+   * for them (its stream mode's signal_watch_new unblocks it), instead of
+   * killing the child by its default action. */
   sigset_t parent_mask;
   signal_watch_block (&parent_mask);
   for (unsigned i = 0; i < rc->n; i++) {

@@ -67,6 +67,9 @@ conn_prepare (GSource *source, gint *timeout)
   struct ferry_ssh_conn *c = ((struct conn_source *) source)->conn;
 
   *timeout = -1;
+  /* A dead session dispatches only when woken (ferry_ssh_conn_wake_dead). */
+  if (c->dead)
+    return FALSE;
   for (guint i = 0; i < c->clients->len; i++) {
     struct ferry_ssh_client *cl = g_ptr_array_index (c->clients, i);
     if (cl->want_read && cl->maybe_buffered)
@@ -225,14 +228,13 @@ ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
 {
   g_autoptr (FerrySshConn) c = g_new0 (struct ferry_ssh_conn, 1);
   g_autoptr (GError) opened = NULL;
+  unsigned keepalive = opts->keepalive_given ? opts->keepalive : FERRY_DEFAULT_SSH_KEEPALIVE;
 
   c->refs = 1;
   c->clients = g_ptr_array_new ();
-  unsigned keepalive = opts->keepalive_given ? opts->keepalive : FERRY_DEFAULT_SSH_KEEPALIVE;
-
   c->timeout_ms = connect_timeout_ms (opts);
-  /* The main loop, and with it the keepalives, waits while the main loop
-   * blocks: a link that froze then would hold it for ever. */
+  /* A blocking exchange stops the main loop, and with it the keepalives:
+   * unbounded, one on a link that froze would hold ferry for ever. */
   c->exchange_ms = c->timeout_ms >= 0 ? c->timeout_ms
                  : keepalive > 0 ? (int) (keepalive * FERRY_KEEPALIVE_PROBES * 1000) : -1;
   c->ask_password = opts->ask_password;
