@@ -2,8 +2,9 @@
 # ferry copy to a host whose DST file system fills up mid-copy (a 4 MiB
 # tmpfs, an image with 16 MiB of data), with 1 and 4 streams (issue 25):
 # the copy ends in seconds with the remote half's export failure, exit 30,
-# and one line that names the host, the cause (no space) and where DST is
-# complete.  No local half is left behind.
+# and a line that names the host, the cause (no space) and where DST is
+# complete (with 4 streams, one per remote half that hit it before the
+# copy was cut).  No local half is left behind.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
@@ -26,8 +27,11 @@ for streams in 1 4; do
     cat "$T/err" >&2
     [ $((SECONDS - start)) -le 30 ] || fail "--streams=$streams: took $((SECONDS - start)) s"
     assert_eq 30 "$rc" "--streams=$streams: exit code"
-    assert_eq 1 "$(wc -l < "$T/err")" "--streams=$streams: lines"
-    grep -q "^ferry: $host.*No space left on device" "$T/err" ||
-        fail "--streams=$streams: the line does not name the host and the cause: $(cat "$T/err")"
+    # One line; with streams, one per remote half that hit the full disk
+    # before the copy was cut (their lines cross on the way).
+    lines=$(wc -l < "$T/err")
+    [ "$lines" -ge 1 ] && [ "$lines" -le "$streams" ] || fail "--streams=$streams: $lines lines"
+    [ "$(grep -c "^ferry: $host.*No space left on device" "$T/err")" = "$lines" ] ||
+        fail "--streams=$streams: a line does not name the host and the cause: $(cat "$T/err")"
     ! pgrep -f -- "--remote-helper=$FERRY copy" > /dev/null || fail "--streams=$streams: a local half is left"
 done

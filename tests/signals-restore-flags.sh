@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 need python3
 
-python3 - "$FERRY" "$T" <<'PY' || fail "a signal left ferry's stdio or socket file behind"
+$DFL python3 - "$FERRY" "$T" <<'PY' || fail "a signal left ferry's stdio or socket file behind"
 import fcntl, os, re, signal, socket, subprocess, sys, time
 ferry, t = sys.argv[1], sys.argv[2]
 failed = []
