@@ -711,7 +711,10 @@ read_input (struct receiver *r)
     r->stats.wire_bytes += n;
     return true;
   }
-  if (n == 0) {
+  /* A reset is the stream's end too, cut short: the sender's side went
+   * with bytes unread (a remote copy's channel closed on a killed remote
+   * half), and the parser says the stream is truncated. */
+  if (n == 0 || errno == ECONNRESET) {
     r->in_eof = true;
     return true;
   }
