@@ -83,10 +83,22 @@ write_all (int fd, const void *buf, size_t len, GError **error)
 void
 nbd_range_wait_for_parent (int control_fd)
 {
-  struct pollfd p = { control_fd, POLLIN, 0 };
+  gint64 deadline = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
+  uint8_t grant[NBD_RANGE_GRANT_SIZE];
 
-  while (poll (&p, 1, 2000) < 0 && errno == EINTR)
-    ;
+  /* Until the kill, the control socket's close, or 2 s: a grant that
+   * answers this half's last report is no reason to stop waiting. */
+  for (gint64 now; (now = g_get_monotonic_time ()) < deadline;) {
+    struct pollfd p = { control_fd, POLLIN, 0 };
+    int ready = poll (&p, 1, (int) ((deadline - now + 999) / 1000));
+    if (ready < 0 && errno == EINTR)
+      continue;
+    if (ready <= 0)
+      return;
+    ssize_t n = recv (control_fd, grant, sizeof grant, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+      return;
+  }
 }
 
 void

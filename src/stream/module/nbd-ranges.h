@@ -96,8 +96,8 @@ GQuark nbd_range_stopped_quark (void);
 void nbd_range_keep_failure (GError **first, GError *error);
 /* A local half whose return direction closed: its remote half failed, and
  * the parent, which knows it, kills this half before its line would
- * repeat the cause.  Waits up to 2 s for that (or for @control_fd to
- * close). */
+ * repeat the cause.  Waits up to 2 s for that, or for @control_fd to
+ * close (a grant that comes meanwhile is dropped). */
 void nbd_range_wait_for_parent (int control_fd);
 
 #endif
