@@ -911,6 +911,23 @@ start_children (const struct nbd_stream_options *o, struct remote_copy *rc, int 
   return true;
 }
 
+/* How long @c's stream ran, up to @now if it still runs. */
+static double
+stream_seconds (const struct remote_copy *rc, const struct remote_channel *c, gint64 now)
+{
+  return ((c->end_us ? c->end_us : now) - rc->start_us) / 1e6;
+}
+
+/* --delta: the blocks compared and those found the same.  Only the
+ * export's last block is short: same_bytes rounds up to blocks. */
+static void
+delta_blocks (const struct remote_copy *rc, uint64_t *compared, uint64_t *same)
+{
+  *compared = (range_controller_size (rc->ranges) + STREAM_BLOCK_SIZE - 1) / STREAM_BLOCK_SIZE;
+  *same = (range_controller_done (rc->ranges)->same_bytes + STREAM_BLOCK_SIZE - 1) /
+          STREAM_BLOCK_SIZE;
+}
+
 /* -v with --streams: a line per channel, and the image digest composed
  * from the block digests (doc/nbd-stream.md, section 5). */
 static void
@@ -924,7 +941,7 @@ print_streams_summary (struct remote_copy *rc, bool complete)
   for (unsigned i = 0; i < rc->n; i++) {
     const struct remote_channel *c = &rc->ch[i];
     const struct range_counts *its = &c->holder.done;
-    double secs = ((c->end_us ? c->end_us : now) - rc->start_us) / 1e6;
+    double secs = stream_seconds (rc, c, now);
     ferry_report ("stream %u: ranges=%" PRIu64 " image=%" PRIu64 " data=%" PRIu64
                   " seconds=%.3f data_rate=%.1fMiB/s", c->number, its->ranges, its->bytes,
                   its->data_bytes, secs,
@@ -935,9 +952,8 @@ print_streams_summary (struct remote_copy *rc, bool complete)
   ferry_report ("copy: streams=%u ranges=%" PRIu64 " image=%" PRIu64 " data=%" PRIu64
                 " seconds=%.3f digest=%s", rc->n, range_controller_n_ranges (rc->ranges), size,
                 done->data_bytes, (now - rc->start_us) / 1e6, digest);
-  /* Only the export's last block is short: same_bytes rounds up to blocks. */
-  uint64_t blocks = (size + STREAM_BLOCK_SIZE - 1) / STREAM_BLOCK_SIZE,
-           same = (done->same_bytes + STREAM_BLOCK_SIZE - 1) / STREAM_BLOCK_SIZE;
+  uint64_t blocks, same;
+  delta_blocks (rc, &blocks, &same);
   if (rc->delta)
     ferry_report ("delta: compared=%" PRIu64 " blocks, sent=%" PRIu64 " same=%" PRIu64
                   " saved=%" PRIu64 " bytes", blocks, blocks - same, same, done->same_bytes);
@@ -958,7 +974,7 @@ record_streams_stats (struct remote_copy *rc, bool complete)
   for (unsigned i = 0; i < rc->n; i++) {
     const struct remote_channel *c = &rc->ch[i];
     const struct range_counts *its = &c->holder.done;
-    double secs = ((c->end_us ? c->end_us : now) - rc->start_us) / 1e6;
+    double secs = stream_seconds (rc, c, now);
     JsonObject *o = json_object_new ();
     json_object_set_int_member (o, "stream", c->number);
     json_object_set_int_member (o, "ranges", its->ranges);
@@ -977,8 +993,8 @@ record_streams_stats (struct remote_copy *rc, bool complete)
   if (digest)
     ferry_stats_set_string ("digest", digest);
   if (rc->delta) {
-    uint64_t blocks = (size + STREAM_BLOCK_SIZE - 1) / STREAM_BLOCK_SIZE,
-             same = (done->same_bytes + STREAM_BLOCK_SIZE - 1) / STREAM_BLOCK_SIZE;
+    uint64_t blocks, same;
+    delta_blocks (rc, &blocks, &same);
     JsonObject *d = json_object_new ();
     JsonNode *dn = json_node_new (JSON_NODE_OBJECT);
     json_object_set_int_member (d, "compared", blocks);
