@@ -66,7 +66,7 @@ channel_failed (struct channel_endpoint *se)
 {
   ssh_session s = ferry_ssh_conn_session (se->conn);
 
-  ferry_ssh_conn_update (se->conn, NULL);
+  ferry_ssh_conn_update (se->conn);
   errno = ferry_ssh_conn_is_dead (se->conn) || ssh_get_error_code (s) == SSH_FATAL
     ? ECONNRESET : EPIPE;
   return -1;
@@ -160,7 +160,8 @@ channel_endpoint_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt
     offered += iov[i].iov_len;
   held = ssh_channel_poll (se->channel, 0);
   if (held > 0 && (size_t) held > offered + LIBSSH_WINDOW_FLOOR) {
-    ferry_ssh_conn_update (se->conn, &se->client);
+    se->client.maybe_buffered = true;
+    ferry_ssh_conn_update (se->conn);
     errno = ENOBUFS;
     return -1;
   }
@@ -181,9 +182,16 @@ channel_endpoint_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt
          * moves more than one packet. */
         if (++empty_rounds < 64 && ferry_ssh_conn_bytes_in (se->conn) != heard)
           continue;
-        /* Drained.  An EOF behind the data shows on the next read, which
-         * no fd readiness will prompt. */
-        se->client.maybe_buffered = total > 0 && ssh_channel_is_eof (se->channel);
+        /* Drained.  Now stderr's turn: its unread bytes hold the window
+         * that both streams share, and keep the EOF back (libssh reports
+         * it only once both are empty).  An EOF behind the data shows on
+         * the next read, which no fd readiness will prompt; the channel's
+         * callbacks note anything that comes meanwhile. */
+        se->client.maybe_buffered = false;
+        if (se->command)
+          drain_stderr (se, false);
+        if (total > 0 && ssh_channel_is_eof (se->channel))
+          se->client.maybe_buffered = true;
         goto out;
       }
       off += (size_t) n;
@@ -192,7 +200,7 @@ channel_endpoint_readv (struct endpoint *ep, const struct iovec *iov, int iovcnt
   }
   se->client.maybe_buffered = true;   /* full: libssh may hold more */
 out:
-  ferry_ssh_conn_update (se->conn, &se->client);
+  ferry_ssh_conn_update (se->conn);
   if (total > 0)
     return (ssize_t) total;
   if (at_end (se))
@@ -224,10 +232,12 @@ channel_endpoint_writev (struct endpoint *ep, const struct iovec *iov, int iovcn
       return channel_failed (se);
     }
     total += (size_t) n;
-    if ((uint32_t) n < len)
-      break;                  /* the peer's window is full */
+    if ((uint32_t) n < len) {
+      se->client.window_blocked = true;   /* the peer's window is full */
+      break;
+    }
   }
-  ferry_ssh_conn_update (se->conn, NULL);
+  ferry_ssh_conn_update (se->conn);
   if (total > 0)
     return (ssize_t) total;
   errno = EAGAIN;
@@ -254,7 +264,7 @@ channel_endpoint_shutdown_write (struct endpoint *ep)
    * --streams); the session's watch sends it. */
   if (ssh_channel_send_eof (se->channel) == SSH_ERROR)
     return channel_failed (se);
-  ferry_ssh_conn_update (se->conn, NULL);
+  ferry_ssh_conn_update (se->conn);
   return 0;
 }
 
@@ -342,7 +352,7 @@ channel_endpoint_free (struct endpoint *ep)
       ssh_remove_channel_callbacks (se->channel, &se->callbacks);
     ssh_channel_close (se->channel);
     ssh_channel_free (se->channel);
-    ferry_ssh_conn_update (se->conn, NULL);
+    ferry_ssh_conn_update (se->conn);
   }
   ferry_ssh_conn_unref (se->conn);
   g_free (se->command);
@@ -502,11 +512,10 @@ channel_endpoint_new (struct ferry_ssh_conn *conn, const char *name, ssh_channel
   se->base.name = g_strdup (name);
   se->conn = ferry_ssh_conn_ref (conn);
   se->client.ep = &se->base;
-  se->client.maybe_buffered = true;
   se->base.read_buffer_min = receive_window (round_trip);
   se->channel = channel;
   se->exit_status = -1;
-  ferry_ssh_conn_attach (conn, &se->client);
+  ferry_ssh_conn_attach (conn, &se->client, channel);
   return se;
 }
 
@@ -655,7 +664,7 @@ endpoint_ssh_signal (struct endpoint *ep, const char *name)
   if (ferry_ssh_conn_is_dead (se->conn) || ssh_channel_is_closed (se->channel))
     return false;
   sent = ssh_channel_request_send_signal (se->channel, name) == SSH_OK;
-  ferry_ssh_conn_update (se->conn, NULL);
+  ferry_ssh_conn_update (se->conn);
   return sent;
 }
 

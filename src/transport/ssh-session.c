@@ -61,6 +61,21 @@ release_source (struct ferry_ssh_conn *c)
   c->source = NULL;
 }
 
+/* What @cl can do now, from its channel's flags alone: nothing here reads
+ * the socket or polls. */
+static bool
+client_can_read (const struct ferry_ssh_client *cl)
+{
+  return cl->want_read && (cl->maybe_buffered || cl->state_changed);
+}
+
+static bool
+client_can_write (const struct ferry_ssh_conn *c, const struct ferry_ssh_client *cl)
+{
+  return cl->want_write && !(ssh_get_poll_flags (c->session) & SSH_WRITE_PENDING) &&
+         ssh_channel_window_size (cl->channel) > 0;
+}
+
 static gboolean
 conn_prepare (GSource *source, gint *timeout)
 {
@@ -72,20 +87,11 @@ conn_prepare (GSource *source, gint *timeout)
     return FALSE;
   for (guint i = 0; i < c->clients->len; i++) {
     struct ferry_ssh_client *cl = g_ptr_array_index (c->clients, i);
-    if (cl->want_read && cl->maybe_buffered)
+    if (client_can_read (cl) || cl->state_changed ||
+        (cl->window_blocked && client_can_write (c, cl)))
       return TRUE;
   }
   return FALSE;
-}
-
-static void
-mark_buffered (struct ferry_ssh_conn *c, const struct ferry_ssh_client *except)
-{
-  for (guint i = 0; i < c->clients->len; i++) {
-    struct ferry_ssh_client *cl = g_ptr_array_index (c->clients, i);
-    if (cl != except)
-      cl->maybe_buffered = true;
-  }
 }
 
 static void
@@ -117,24 +123,26 @@ conn_dispatch (GSource *source, GSourceFunc callback, gpointer data)
 {
   struct conn_source *cs = (struct conn_source *) source;
   g_autoptr (FerrySshConn) c = ferry_ssh_conn_ref (cs->conn);
-  bool processed = false;
 
   (void) callback; (void) data;
   if (cs->tag && g_source_query_unix_fd (source, cs->tag)) {
     ssh_event_dopoll (c->event, 0);
-    mark_buffered (c, NULL);
     check_alive (c);
-    processed = true;
   }
-  /* Every client that wants something tries: a read or write that cannot
-   * proceed costs one EAGAIN.  The others hear of processed input (or of
-   * the session's death) too: it may have closed their channel, which
-   * ends a relay that waits for nothing.  The relay never frees an
-   * endpoint from inside its ready callback, so the array is stable here. */
+  /* Only the clients that can make progress try; the others hear of their
+   * channel's EOF or close (which ends a relay that waits for nothing), or
+   * of the session's death.  The relay never frees an endpoint from inside
+   * its ready callback, so the array is stable here. */
   for (guint i = 0; i < c->clients->len; i++) {
     struct ferry_ssh_client *cl = g_ptr_array_index (c->clients, i);
-    if (cl->want_read || cl->want_write || processed || c->dead)
-      cl->ep->ready (cl->ep->ready_data, cl->ep, cl->want_read, cl->want_write);
+    bool readable = client_can_read (cl) || (c->dead && cl->want_read);
+    bool writable = client_can_write (c, cl) || (c->dead && cl->want_write);
+    if (readable || writable || cl->state_changed || c->dead) {
+      cl->state_changed = false;
+      if (writable)
+        cl->window_blocked = false;
+      cl->ep->ready (cl->ep->ready_data, cl->ep, readable, writable);
+    }
   }
   /* A dead session's source stays until the last reference goes, idle:
    * ferry_ssh_conn_wake_dead wakes it for a client that wants more. */
@@ -191,10 +199,7 @@ on_keepalive (gpointer data)
 int
 ferry_ssh_conn_wait (struct ferry_ssh_conn *c, int (*step) (void *data), void *data, int again)
 {
-  int rc = ferry_ssh_wait (c->session, step, data, again, c->exchange_ms);
-
-  mark_buffered (c, NULL);
-  return rc;
+  return ferry_ssh_wait (c->session, step, data, again, c->exchange_ms);
 }
 
 static int
@@ -344,15 +349,71 @@ ferry_ssh_conn_bytes_in (struct ferry_ssh_conn *c)
   return c->counter.in_bytes;
 }
 
-void
-ferry_ssh_conn_attach (struct ferry_ssh_conn *c, struct ferry_ssh_client *client)
+/* The channel's callbacks only note what came; libssh keeps the data
+ * (a data callback that takes 0 bytes leaves them buffered), and the
+ * client's next read takes them. */
+static int
+on_channel_data (ssh_session session, ssh_channel channel, void *bytes, uint32_t len,
+                 int is_stderr, void *userdata)
 {
+  struct ferry_ssh_client *cl = userdata;
+
+  (void) session; (void) channel; (void) bytes; (void) len; (void) is_stderr;
+  cl->maybe_buffered = true;
+  return 0;
+}
+
+static void
+note_state_change (struct ferry_ssh_client *cl)
+{
+  cl->maybe_buffered = cl->state_changed = true;
+}
+
+static void
+on_channel_eof_or_close (ssh_session session, ssh_channel channel, void *userdata)
+{
+  (void) session; (void) channel;
+  note_state_change (userdata);
+}
+
+static void
+on_channel_exit_status (ssh_session session, ssh_channel channel, int status, void *userdata)
+{
+  (void) session; (void) channel; (void) status;
+  note_state_change (userdata);
+}
+
+static void
+on_channel_exit_signal (ssh_session session, ssh_channel channel, const char *signal,
+                        int core, const char *errmsg, const char *lang, void *userdata)
+{
+  (void) session; (void) channel; (void) signal; (void) core; (void) errmsg; (void) lang;
+  note_state_change (userdata);
+}
+
+void
+ferry_ssh_conn_attach (struct ferry_ssh_conn *c, struct ferry_ssh_client *client,
+                       ssh_channel channel)
+{
+  client->channel = channel;
+  client->maybe_buffered = true;  /* whatever came while it was opened */
+  client->callbacks = (struct ssh_channel_callbacks_struct) {
+    .userdata = client,
+    .channel_data_function = on_channel_data,
+    .channel_eof_function = on_channel_eof_or_close,
+    .channel_close_function = on_channel_eof_or_close,
+    .channel_exit_status_function = on_channel_exit_status,
+    .channel_exit_signal_function = on_channel_exit_signal,
+  };
+  ssh_callbacks_init (&client->callbacks);
+  ssh_add_channel_callbacks (channel, &client->callbacks);
   g_ptr_array_add (c->clients, client);
 }
 
 void
 ferry_ssh_conn_detach (struct ferry_ssh_conn *c, struct ferry_ssh_client *client)
 {
+  ssh_remove_channel_callbacks (client->channel, &client->callbacks);
   g_ptr_array_remove (c->clients, client);
 }
 
@@ -364,10 +425,8 @@ ferry_ssh_conn_wake_dead (struct ferry_ssh_conn *c)
 }
 
 void
-ferry_ssh_conn_update (struct ferry_ssh_conn *c, struct ferry_ssh_client *client)
+ferry_ssh_conn_update (struct ferry_ssh_conn *c)
 {
-  if (client)
-    mark_buffered (c, client);
   check_alive (c);
   update_watch (c);
 }

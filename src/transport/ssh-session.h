@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #include <glib.h>
+#include <libssh/callbacks.h>
 #include <libssh/libssh.h>
 
 #include "address.h"
@@ -20,13 +21,24 @@
 
 struct ferry_ssh_conn;
 
-/* A channel endpoint as the session sees it; embedded in the endpoint. */
+/* A channel endpoint as the session sees it; embedded in the endpoint.
+ * libssh processes every channel's input in whichever call reads the
+ * socket, so the session learns from the channel's callbacks which one
+ * got something, and wakes only that one: with --streams, waking every
+ * channel for every packet cost a zero-timeout poll each. */
 struct ferry_ssh_client {
   struct endpoint *ep;        /* told through ep->ready */
+  ssh_channel channel;        /* its callbacks set the flags below; its
+                                 window says whether a write can go */
+  struct ssh_channel_callbacks_struct callbacks;
   bool want_read, want_write; /* the relay's interest, as last set */
-  bool maybe_buffered;        /* libssh processed input since this client last
-                                 found its channel empty: it may hold data
-                                 that no fd readiness will announce */
+  bool maybe_buffered;        /* libssh holds input (data, EOF, the exit
+                                 status) that the client has not read: no fd
+                                 readiness will announce it */
+  bool state_changed;         /* EOF, close or an exit status came: even a
+                                 relay that waits for nothing must hear it */
+  bool window_blocked;        /* the last write stopped at the peer's
+                                 window, whose adjust no callback announces */
 };
 
 /* Connect to @address's host, verify its key and authenticate.  Errors:
@@ -55,7 +67,7 @@ const char *ferry_ssh_conn_failure (struct ferry_ssh_conn *conn);
 guint64 ferry_ssh_conn_bytes_in (struct ferry_ssh_conn *conn);
 
 /* ferry_ssh_wait (ssh-setup.h) on the session, for at most the connect
- * timeout; then every channel may hold input that libssh processed. */
+ * timeout. */
 int ferry_ssh_conn_wait (struct ferry_ssh_conn *conn, int (*step) (void *data), void *data,
                    int again);
 
@@ -63,12 +75,16 @@ int ferry_ssh_conn_wait (struct ferry_ssh_conn *conn, int (*step) (void *data), 
  * drained wants to read again): one more dispatch tells it of the failure,
  * which no fd event will. */
 void ferry_ssh_conn_wake_dead (struct ferry_ssh_conn *conn);
-void ferry_ssh_conn_attach (struct ferry_ssh_conn *conn, struct ferry_ssh_client *client);
+/* @client's endpoint reads and writes @channel; whatever libssh already
+ * holds for it counts as buffered. */
+void ferry_ssh_conn_attach (struct ferry_ssh_conn *conn, struct ferry_ssh_client *client,
+                            ssh_channel channel);
+/* Before the channel is closed or freed. */
 void ferry_ssh_conn_detach (struct ferry_ssh_conn *conn, struct ferry_ssh_client *client);
-/* libssh ran for @client (a read or write processes input for every
- * channel): the others may now hold buffered data.  Then re-derive the
- * fd watch from every client's interest and libssh's pending output. */
-void ferry_ssh_conn_update (struct ferry_ssh_conn *conn, struct ferry_ssh_client *client);
+/* libssh ran (a read or write of any channel processes the session's
+ * input): see whether the session died, and re-derive the fd watch from
+ * libssh's pending output. */
+void ferry_ssh_conn_update (struct ferry_ssh_conn *conn);
 
 typedef struct ferry_ssh_conn FerrySshConn;
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FerrySshConn, ferry_ssh_conn_unref)
