@@ -27,6 +27,7 @@
 #include "range-messages.h"
 #include "run.h"
 #include "stats.h"
+#include "suggest.h"
 #include "virt-uri.h"
 
 /* ferry --help: the forms, the common options and examples; the rest is
@@ -624,6 +625,31 @@ option_group_new (struct command_line *cli, enum option_group group)
   return g;
 }
 
+/* GLib's "Unknown option --stream=2" gets the long option meant, if one
+ * is near: "(did you mean --streams?)". */
+static void
+suggest_option (GError *error)
+{
+  const char *given = strrchr (error->message, ' ');
+  g_autofree const char **names = g_new (const char *, G_N_ELEMENTS (option_table));
+  g_autofree char *word = NULL;
+  const char *meant;
+  size_t n = 0;
+  char *message;
+
+  if (given == NULL || !g_str_has_prefix (given + 1, "--"))
+    return;
+  word = g_strndup (given + 3, strcspn (given + 3, "="));
+  for (size_t i = 0; i < G_N_ELEMENTS (option_table); i++)
+    if (option_table[i].long_name && option_table[i].help)
+      names[n++] = option_table[i].long_name;
+  if ((meant = ferry_suggest (word, names, n)) == NULL)
+    return;
+  message = g_strdup_printf ("%s (did you mean --%s?)", error->message, meant);
+  g_free (error->message);
+  error->message = message;
+}
+
 /* Fills @cli from the command line, or fails with glib's message or a
  * parse_* function's. */
 static bool
@@ -648,8 +674,11 @@ parse_argv (struct command_line *cli, int argc, char **argv, GError **error)
     g_option_context_add_group (context, cli->groups[group]);
   }
   spell_out_bare_progress (argc, argv);
-  if (!g_option_context_parse (context, &argc, &argv, error))
+  if (!g_option_context_parse (context, &argc, &argv, error)) {
+    if (g_error_matches (*error, G_OPTION_ERROR, G_OPTION_ERROR_UNKNOWN_OPTION))
+      suggest_option (*error);
     return false;
+  }
   cli->context = NULL;
   cli->args = argv + 1;
   cli->n_args = argc - 1;

@@ -2,6 +2,8 @@
  * given as two arguments. */
 #include <config.h>
 
+#include <string.h>
+
 #include <glib.h>
 
 #include "address.h"
@@ -119,6 +121,44 @@ test_malformed (void)
              "known_hosts or known_hosts_verify)");
 }
 
+/* Each message names what it did not understand (issue 26): a type ferry
+ * has not, the port of a name with two ':', a path without '/'; an IPv6
+ * address without brackets is still told so. */
+static void
+test_unknown_parts (void)
+{
+  static const char *const expected_types = "(expected unix:, tcp:, fd:, ssh://)";
+  static const struct {
+    const char *text, *reason;   /* reason NULL: "unknown address type" */
+  } cases[] = {
+    { "tpc:host:22", NULL },
+    { "TCP:host:22", NULL },
+    { "ssh:host:22", NULL },
+    { "unx:host:22", NULL },
+    { "tcp6:host:22", NULL },
+    { "udp:127.0.0.1:53", "udp: needs --compat=nc -u" },
+    { "UDP:[::1]:53", "udp: needs --compat=nc -u" },
+    { "host:ssh:22", "port 'ssh:22' must be 1-65535 or a service name" },
+    { "h:22x", "port '22x' must be 1-65535 or a service name" },
+    { "::1:80", "an IPv6 address needs brackets: [ADDRESS]:PORT" },
+    { "2001:db8::1", "an IPv6 address needs brackets: [ADDRESS]:PORT" },
+    { "fe80::1%eth0:22", "an IPv6 address needs brackets: [ADDRESS]:PORT" },
+    { "add:beef:22", "an IPv6 address needs brackets: [ADDRESS]:PORT" },
+    { "relative.sock", "a socket path needs a '/' (./relative.sock or unix:relative.sock), "
+      "a TCP address a port (relative.sock:PORT)" },
+  };
+
+  for (size_t i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *type = g_strndup (cases[i].text, strcspn (cases[i].text, ":"));
+    g_autofree char *unknown = g_strdup_printf ("unknown address type '%s' %s", type,
+                                                expected_types);
+    parse_bad (cases[i].text, cases[i].reason ? cases[i].reason : unknown);
+  }
+  /* Two parts are HOST:PORT, whatever the host's name. */
+  address_free (parse_ok ("tpc:22"));
+  address_free (parse_ok ("udp:53"));
+}
+
 /* HOST PORT (ssh's ProxyCommand %h %p): which pairs are taken, and the
  * address they make. */
 static void
@@ -164,6 +204,7 @@ main (int argc, char **argv)
   g_test_add_func ("/address/ssh/tcpip", test_tcpip);
   g_test_add_func ("/address/ssh/tcpip-repeated", test_tcpip_repeated);
   g_test_add_func ("/address/ssh/malformed", test_malformed);
+  g_test_add_func ("/address/unknown-parts", test_unknown_parts);
   g_test_add_func ("/address/host-port", test_host_port);
   return g_test_run ();
 }

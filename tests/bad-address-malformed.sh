@@ -13,6 +13,19 @@ for address in "" nowhere "unix:" "unix:@" "@" "$long" "tcp:localhost" \
     assert_ferry_error 2 "$rc" "$T/err" "ferry: invalid address '$address': "
     assert_eq 1 "$(wc -l < "$T/err")" "lines of the message for '$address'"
 done
+# What was not understood is named (issue 26), not "an IPv6 address needs
+# brackets" for all three.
+for pair in "tpc:host:22|unknown address type 'tpc' (expected unix:, tcp:, fd:, ssh://)" \
+            "udp:127.0.0.1:53|udp: needs --compat=nc -u" \
+            "host:ssh:22|port 'ssh:22' must be 1-65535 or a service name" \
+            "relative.sock|a socket path needs a '/' (./relative.sock or unix:relative.sock), a TCP address a port (relative.sock:PORT)" \
+            "::1:80|an IPv6 address needs brackets: [ADDRESS]:PORT"; do
+    address=${pair%%|*}
+    rc=0
+    : | within 10 "$FERRY" "$address" 2> "$T/err" || rc=$?
+    assert_eq 2 "$rc" "exit code for '$address'"
+    assert_eq "ferry: invalid address '$address': ${pair#*|}" "$(cat "$T/err")" "message for '$address'"
+done
 # The host that libssh refuses is named, with the reason.
 "$FERRY" "ssh://bad host/p" < /dev/null 2> "$T/err" || true
 assert_contains "$T/err" "libssh refuses the host name 'bad host' (expected a DNS name or an IP address)" "ssh host message"

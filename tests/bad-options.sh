@@ -22,3 +22,9 @@ check "invalid --idle-timeout '-1'" --idle-timeout=-1 "$T/a"
 check "invalid --connect-timeout '-5'" --connect-timeout=-5 "$T/a"
 check "--idle-timeout" --idle-timeout=abc "$T/a"
 check "--bogus" --bogus "$T/a"
+# An unknown long option near one of ferry's names says which, in the one
+# line that points to --help (issue 26).
+check "ferry: Unknown option --stream=2 (did you mean --streams?); see 'ferry --help'" --stream=2 "$T/a"
+check "ferry: Unknown option --buffer-szie (did you mean --buffer-size?); see 'ferry --help'" --buffer-szie 1 "$T/a"
+check "ferry: Unknown option --strems=2 (did you mean --streams?); see 'ferry copy --help'" copy --strems=2 "$T/a" "$T/b"
+check "ferry: Unknown option --bogus; see 'ferry --help'" --bogus "$T/a"

@@ -9,6 +9,7 @@
 #include <sys/un.h>
 
 #include "error.h"
+#include "suggest.h"
 #include "virt-uri.h"
 
 static bool
@@ -49,6 +50,15 @@ valid_port (const char *port)
   return *end == '\0' && n > 0 && n <= 65535;
 }
 
+/* Hex digits, ':' and '.' (up to a %zone): an IPv6 address, or a part. */
+static bool
+looks_ipv6 (const char *text)
+{
+  size_t len = strcspn (text, "%");
+
+  return strspn (text, "0123456789abcdefABCDEF:.") == len;
+}
+
 static bool
 parse_tcp (struct address *a, const char *rest, GError **error)
 {
@@ -66,16 +76,24 @@ parse_tcp (struct address *a, const char *rest, GError **error)
     if (colon == NULL)
       return fail (error, a->text, "expected HOST:PORT");
     a->host = g_strndup (rest, colon - rest);
-    if (strchr (a->host, ':'))
+    if (strchr (a->host, ':') && looks_ipv6 (a->host))
       return fail (error, a->text, "an IPv6 address needs brackets: [ADDRESS]:PORT");
+    /* A name has no ':': the port is what follows its first one. */
+    if ((colon = strchr (rest, ':')) - rest < (ptrdiff_t) strlen (a->host)) {
+      g_free (a->host);
+      a->host = g_strndup (rest, colon - rest);
+    }
   }
   a->port = g_strdup (colon + 1);
   if (a->host[0] == '\0')
     return fail (error, a->text, "empty host");
   if (strpbrk (a->host, "[]"))
     return fail (error, a->text, "a host cannot contain '[' or ']'");
-  if (!valid_port (a->port))
-    return fail (error, a->text, "port must be 1-65535 or a service name");
+  if (!valid_port (a->port)) {
+    g_autofree char *reason = g_strdup_printf ("port '%s' must be 1-65535 or a service name",
+                                               a->port);
+    return fail (error, a->text, reason);
+  }
   return true;
 }
 
@@ -235,6 +253,42 @@ parse_libvirt (struct address *a, unsigned flags, GError **error)
   return true;
 }
 
+/* A type ferry has not: WORD:HOST:PORT with WORD near a type ferry knows
+ * ("tpc:host:22"), but not "host:ssh:22", nor an IPv6 address without
+ * brackets (WORD://, a URI, is libvirt's).  False with the message if
+ * @text starts so. */
+static bool
+check_type (const char *text, GError **error)
+{
+  static const char *const types[] = { "unix", "tcp", "fd", "ssh", "udp" };
+  size_t len = strspn (text, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.");
+  const char *rest = text + len + 1;
+  g_autofree char *word = g_strndup (text, len);
+  g_autofree char *reason = NULL;
+
+  if (!g_ascii_isalpha (text[0]) || text[len] != ':')
+    return true;
+  if (!strchr (rest, ':') || looks_ipv6 (word) ||
+      ferry_suggest (word, types, G_N_ELEMENTS (types)) == NULL)
+    return true;
+  if (g_ascii_strcasecmp (word, "udp") == 0)
+    return fail (error, text, "udp: needs --compat=nc -u");
+  reason = g_strdup_printf ("unknown address type '%s' (expected unix:, tcp:, fd:, ssh://)",
+                            word);
+  return fail (error, text, reason);
+}
+
+/* A bare word, neither a path nor HOST:PORT: say what either lacks. */
+static bool
+fail_bare (GError **error, const char *text)
+{
+  g_autofree char *reason =
+    g_strdup_printf ("a socket path needs a '/' (./%s or unix:%s), a TCP address a port "
+                     "(%s:PORT)", text, text, text);
+
+  return fail (error, text, reason);
+}
+
 struct address *
 address_parse (const char *text, GError **error)
 {
@@ -261,12 +315,14 @@ address_parse_flags (const char *text, unsigned flags, GError **error)
     ok = parse_ssh (a, text + 6, flags, error);
   else if (virt_uri_matches (text))
     ok = parse_libvirt (a, flags, error);
+  else if (!check_type (text, error))
+    ok = false;
   else if (text[0] == '@' || strchr (text, '/'))
     ok = parse_unix (a, text, error);
   else if (strchr (text, ':'))
     ok = parse_tcp (a, text, error);
   else
-    ok = fail (error, text, "expected unix:PATH, HOST:PORT, fd:N, ssh://HOST/PATH or a libvirt URI");
+    ok = fail_bare (error, text);
   if (!ok)
     return NULL;
   if (a->name == NULL)

@@ -22,10 +22,12 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <libssh/callbacks.h>
+#include <libssh/ssh2.h>
 
 #include "error.h"
 #include "message.h"
@@ -47,7 +49,8 @@ struct channel_endpoint {
   struct ferry_ssh_client client;
   ssh_channel channel;
   char *command;              /* exec: the remote command; NULL for a direct channel */
-  char *direct_error;         /* proxy=auto fell back to exec: why direct failed */
+  char *direct_error;         /* proxy=auto fell back to exec: the server's refusal
+                                 of the direct channel */
   int exit_status;            /* exec: the remote command's; -1 until known */
   bool status_to_caller;      /* endpoint_ssh_exec_on: the caller reports the
                                  status (endpoint_ssh_exit_status), not exit_code */
@@ -316,19 +319,20 @@ static int
 channel_endpoint_exit_code (struct endpoint *ep)
 {
   struct channel_endpoint *se = (struct channel_endpoint *) ep;
+  const char *name = ferry_ssh_conn_name (se->conn);
   g_autofree char *before = se->direct_error
-    ? g_strdup_printf (" (ferry ran it after the direct channel failed: %s)", se->direct_error)
+    ? g_strdup_printf (" (ferry ran it after %s)", se->direct_error)
     : g_strdup ("");
 
   if (se->command == NULL || se->exit_status == 0 || se->status_to_caller)
     return FERRY_EXIT_OK;
   if (se->exit_status < 0) {
     ferry_error ("remote command '%s' on %s ended without an exit status%s",
-                 se->command, ferry_ssh_conn_name (se->conn), before);
+                 se->command, name, before);
     return FERRY_EXIT_FAILURE;
   }
   ferry_error ("remote command '%s' on %s exited with status %d%s", se->command,
-               ferry_ssh_conn_name (se->conn), se->exit_status, before);
+               name, se->exit_status, before);
   return se->exit_status;
 }
 
@@ -382,6 +386,7 @@ struct open_step {
   int tcp_port;
   const char *command;
   gint64 round_trip;          /* microseconds the first step took */
+  int exit_status;            /* step_exit_status: the command's */
 };
 
 static int
@@ -412,6 +417,18 @@ step_exec (void *data)
   struct open_step *p = data;
 
   return ssh_channel_request_exec (p->channel, p->command);
+}
+
+/* Until the command has exited: SSH_OK with its status, SSH_ERROR if the
+ * channel closed without one. */
+static int
+step_exit_status (void *data)
+{
+  struct open_step *p = data;
+
+  if ((p->exit_status = ssh_channel_get_exit_status (p->channel)) >= 0)
+    return SSH_OK;
+  return ssh_channel_is_closed (p->channel) ? SSH_ERROR : SSH_AGAIN;
 }
 
 /* @step on each of @n channels at once: each request goes out on every
@@ -530,6 +547,71 @@ tcp_port_number (const char *port)
   return se ? ntohs (se->s_port) : 0;
 }
 
+/* The server's refusal of a direct channel to @target ("unix:PATH",
+ * "tcp:HOST:PORT"), as one line, and its reason code; NULL if @why
+ * (ssh_get_error's) is no refusal but a timeout or the session's end.
+ * libssh 0.10 gives SSH_MSG_CHANNEL_OPEN_FAILURE's reason code only in its
+ * message, "Channel opening failure: channel N error (CODE) TEXT". */
+static char *
+refusal (const char *why, const char *kind, const char *target, unsigned *code)
+{
+  int text = 0;
+
+  if (sscanf (why, "Channel opening failure: channel %*u error (%u) %n", code, &text) < 1 ||
+      text == 0)
+    return NULL;
+  return g_strdup_printf ("the server refused %s to %s: %s (%u)", kind,
+                          strchr (target, ':') + 1, why + text, *code);
+}
+
+/* Whether a refusal may mean that the server forwards nothing, so that a
+ * helper run there may still reach the target.  OpenSSH 9.2 answers a
+ * disabled AllowTcpForwarding (or a permitopen that leaves the target out)
+ * with ADMINISTRATIVELY_PROHIBITED and a closed port with CONNECT_FAILED,
+ * but a disabled AllowStreamLocalForwarding with CONNECT_FAILED, as it
+ * answers a missing socket. */
+static bool
+forwarding_may_be_off (bool streamlocal, unsigned code)
+{
+  return code == SSH2_OPEN_ADMINISTRATIVELY_PROHIBITED ||
+    code == SSH2_OPEN_UNKNOWN_CHANNEL_TYPE ||
+    (streamlocal && code == SSH2_OPEN_CONNECT_FAILED);
+}
+
+/* proxy=auto's fallback: @p->command on a new channel, once the server
+ * has said (on a second channel, opened at once) that it has @helper; the
+ * shell's "command not found" would hide the refusal that led here.
+ * NULL with *@why ("running ...: ...", "it has no ...") if not. */
+static ssh_channel
+open_helper (struct ferry_ssh_conn *conn, struct open_step *step, const char *helper,
+             const char *quoted, char **why)
+{
+  static int (*const exec[]) (void *) = { step_session, step_exec };
+  g_autofree char *probe = g_strdup_printf ("command -v %s >/dev/null 2>&1", quoted);
+  g_autofree char *failed_why = NULL;
+  struct open_step p[2] = { *step, *step };
+  size_t failed;
+  int rc;
+
+  p[0].command = probe;
+  if (!open_channels (conn, p, 2, exec, G_N_ELEMENTS (exec), &failed, &failed_why)) {
+    *why = g_strdup_printf ("running '%s' there instead: %s", step->command, failed_why);
+    return NULL;
+  }
+  rc = ferry_ssh_conn_wait (conn, step_exit_status, &p[0], SSH_AGAIN);
+  ssh_channel_close (p[0].channel);
+  ssh_channel_free (p[0].channel);
+  step->round_trip = p[1].round_trip;
+  if (rc == SSH_OK && p[0].exit_status == 0)
+    return p[1].channel;
+  ssh_channel_close (p[1].channel);
+  ssh_channel_free (p[1].channel);
+  *why = rc == SSH_OK ? g_strdup_printf ("it has no '%s' to run instead", helper)
+    : g_strdup_printf ("asking it for '%s' to run instead: %s", helper,
+                       rc == SSH_AGAIN ? "timed out" : "no exit status");
+  return NULL;
+}
+
 struct endpoint *
 endpoint_ssh_open (struct ferry_ssh_conn *conn, const struct address *a,
                    const struct connect_options *opts, GError **error)
@@ -539,50 +621,54 @@ endpoint_ssh_open (struct ferry_ssh_conn *conn, const struct address *a,
   static int (*const exec[]) (void *) = { step_session, step_exec };
   const struct address_ssh *ssh = &a->ssh;
   const char *kind = ssh->path ? "direct-streamlocal" : "direct-tcpip";
+  const char *helper = opts->remote_helper ? opts->remote_helper : "ferry";
   g_autofree char *target = address_ssh_target (a);
-  g_autofree char *helper = g_shell_quote (opts->remote_helper ? opts->remote_helper : "ferry");
+  g_autofree char *quoted_helper = g_shell_quote (helper);
   g_autofree char *quoted_target = g_shell_quote (target);
-  g_autofree char *command = g_strdup_printf ("%s %s", helper, quoted_target);
-  g_autofree char *direct_error = NULL, *exec_error = NULL;
+  g_autofree char *command = g_strdup_printf ("%s %s", quoted_helper, quoted_target);
+  g_autofree char *direct_error = NULL, *refused = NULL, *exec_error = NULL;
   struct open_step step = { .ssh = ssh, .command = command };
   ssh_channel channel = NULL;
   struct channel_endpoint *se;
+  bool fallback = false;
+  unsigned code;
 
   if (ssh->tcp_port && (step.tcp_port = tcp_port_number (ssh->tcp_port)) <= 0) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT,
                  "cannot connect to '%s': unknown TCP service '%s'", a->text, ssh->tcp_port);
     return NULL;
   }
-  if (ssh->proxy != SSH_PROXY_EXEC)
+  if (ssh->proxy != SSH_PROXY_EXEC) {
     channel = ssh->path ? open_channel (conn, &step, direct_unix, 1, &direct_error)
                         : open_channel (conn, &step, direct_tcp, 1, &direct_error);
-  if (channel == NULL && ssh->proxy != SSH_PROXY_DIRECT)
+    if (channel == NULL && (refused = refusal (direct_error, kind, target, &code)) == NULL)
+      refused = g_strdup_printf ("cannot connect to '%s': %s channel: %s",
+                                 a->text, kind, direct_error);
+    else if (channel == NULL)
+      fallback = ssh->proxy == SSH_PROXY_AUTO && forwarding_may_be_off (ssh->path != NULL, code);
+  }
+  if (channel == NULL && fallback)
+    channel = open_helper (conn, &step, helper, quoted_helper, &exec_error);
+  else if (channel == NULL && ssh->proxy == SSH_PROXY_EXEC)
     channel = open_channel (conn, &step, exec, G_N_ELEMENTS (exec), &exec_error);
   if (channel == NULL && signal_watch_set_stopped (error, a->text))
     return NULL;
   if (channel == NULL) {
-    if (ssh->proxy == SSH_PROXY_DIRECT)
-      g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT,
-                   "cannot connect to '%s': %s channel: %s (OpenSSH says so both when "
-                   "forwarding is disabled and when nothing listens there)",
-                   a->text, kind, direct_error);
-    else if (ssh->proxy == SSH_PROXY_EXEC)
+    if (exec_error == NULL)
+      g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "%s", refused);
+    else if (refused == NULL)
       g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT,
                    "cannot connect to '%s': running '%s': %s", a->text, command, exec_error);
     else
-      g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT,
-                   "cannot connect to '%s': %s channel: %s; running '%s': %s",
-                   a->text, kind, direct_error, command, exec_error);
+      g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "%s, and %s", refused, exec_error);
     return NULL;
   }
 
   se = channel_endpoint_new (conn, a->text, channel, step.round_trip);
-  if (exec_error == NULL && direct_error != NULL) {
+  if (fallback || ssh->proxy == SSH_PROXY_EXEC)
     se->command = g_steal_pointer (&command);
-    se->direct_error = g_steal_pointer (&direct_error);
-  } else if (ssh->proxy == SSH_PROXY_EXEC) {
-    se->command = g_steal_pointer (&command);
-  }
+  if (fallback)
+    se->direct_error = g_steal_pointer (&refused);
   return &se->base;
 }
 

@@ -14,8 +14,9 @@ struct ferry_ssh_conn;
 
 /* Open a channel on @conn to @address's remote target, the way its proxy=
  * says: a direct-streamlocal or direct-tcpip channel, or (exec) the remote
- * helper run as "HELPER unix:PATH".  auto tries direct, then exec, and
- * reports both failures.  The endpoint holds a reference on @conn.
+ * helper run as "HELPER unix:PATH".  auto tries direct, then exec where
+ * the refusal may mean that the server forwards nothing and the server
+ * has the helper; an error names the refusal.  The endpoint holds a reference on @conn.
  * Blocks for the exchange, bounded by the connect timeout. */
 struct endpoint *endpoint_ssh_open (struct ferry_ssh_conn *conn, const struct address *address,
                                     const struct connect_options *options,
