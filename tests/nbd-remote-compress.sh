@@ -6,7 +6,8 @@
 # sparse-random with random content uploaded at its plain wire bytes (its
 # records go as DATA); and ferry copy --compress of an ext4 image of real
 # files to and from the host over 4 streams (the ranged stream), the bytes
-# and the holes kept (the upload's, as ferry wrote them).
+# and the holes kept (the upload's, as ferry wrote them), then --delta
+# with it after one block changed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
@@ -71,3 +72,9 @@ cmp "$T/a.img" "$T/down.img" || fail "ferry copy --compress: the download differ
 halves_shrunk "ferry copy download" "$T/down.json"
 # The holes: where ferry wrote (the upload's DST), not mkfs's zeros.
 assert_eq "$(data_map "$T/far/up.img")" "$(data_map "$T/down.img")" "the download's SEEK_DATA map"
+# --delta with it: the blocks that differ go compressed, the rest as SAME.
+printf 'changed' | dd of="$T/a.img" bs=1 seek=$((5 * 1024 * 1024)) conv=notrunc status=none
+copy --compress --delta -v "$T/a.img" "testhost:$T/far/up.img" 2> "$T/err" ||
+    fail "ferry copy --compress --delta: $(cat "$T/err")"
+cmp "$T/a.img" "$T/far/up.img" || fail "ferry copy --compress --delta: the copy differs"
+assert_contains "$T/err" "ferry: delta: compared=256 blocks, sent=1 " "--delta: blocks sent"
