@@ -50,7 +50,7 @@ receive cdata-garbage
 assert_ferry_error 21 "$rc" "$T/err" "ferry: $at does not decompress: "
 receive cdata-size
 assert_ferry_error 21 "$rc" "$T/err" \
-    "ferry: CDATA record at offset 65536: 131072 compressed bytes for 131072 (expected 1 or more, and fewer)"
+    "ferry: CDATA record at offset 65536: compressed size 131072 of 131072 (stream byte 65620, export offset 196608)"
 receive cdata-noflag
 assert_ferry_error 21 "$rc" "$T/err" "ferry: CDATA record in a stream without the COMPRESS flag"
 receive unknown-flag

@@ -451,9 +451,9 @@ test_cdata (void)
   expect_error (s, "CDATA record's size checksum mismatch");
   s->data[trailer + 6] ^= 1;
   stream_encode_cdata (s->data + trailer - STREAM_RECORD_SIZE, B, B, 0);
-  expect_error (s, "CDATA record at offset 65536: 0 compressed bytes for 65536");
+  expect_error (s, "CDATA record at offset 65536: compressed size 0 of 65536 (stream byte");
   stream_encode_cdata (s->data + trailer - STREAM_RECORD_SIZE, B, B, B);
-  expect_error (s, "CDATA record at offset 65536: 65536 compressed bytes for 65536");
+  expect_error (s, "CDATA record at offset 65536: compressed size 65536 of 65536 (stream byte");
   /* Without the flag. */
   h.flags = STREAM_FLAG_DIGEST;
   stream_encode_header (s->data, &h);

@@ -350,7 +350,8 @@ parse_image_record (struct stream_parser *p, struct stream_event *ev, uint32_t t
 
 /* The compressed payload's size: at least 1 byte, and fewer than the
  * record's (a record that does not shrink goes as DATA), so that a reader
- * holds at most the record's length for it. */
+ * holds at most the record's length for it.  The message stays short
+ * enough for the position that fail adds, with any offset. */
 static size_t
 parse_cdata_trailer (struct stream_parser *p, struct stream_event *ev)
 {
@@ -360,9 +361,8 @@ parse_cdata_trailer (struct stream_parser *p, struct stream_event *ev)
   if (get32 (b + 4) != stream_crc32c (b, 4))
     return fail (p, ev, "CDATA record's size checksum mismatch");
   if (packed == 0 || packed >= p->record_length)
-    return fail (p, ev, "CDATA record at offset %" PRIu64 ": %" PRIu32 " compressed bytes "
-                 "for %" PRIu64 " (expected 1 or more, and fewer)", p->record_offset, packed,
-                 p->record_length);
+    return fail (p, ev, "CDATA record at offset %" PRIu64 ": compressed size %" PRIu32
+                 " of %" PRIu64, p->record_offset, packed, p->record_length);
   p->packed_length = packed;
   p->payload_left = packed;
   p->have = 0;
