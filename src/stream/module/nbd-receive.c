@@ -337,9 +337,7 @@ apply_record (struct receiver *r, bool scan)
   r->record = NULL;
 }
 
-/* The next piece of a DATA record (or of raw input) at @offset, with
- * @left bytes of it to come: at most a request, so that a record of any
- * size is held within --in-flight (has_room waits between pieces). */
+/* @length bytes, counted in @held. */
 static struct payload *
 new_payload (struct receiver *r, uint64_t length)
 {
@@ -352,6 +350,9 @@ new_payload (struct receiver *r, uint64_t length)
   return p;
 }
 
+/* The next piece of a DATA record (or of raw input) at @offset, with
+ * @left bytes of it to come: at most a request, so that a record of any
+ * size is held within --in-flight (has_room waits between pieces). */
 static void
 start_piece (struct receiver *r, uint64_t offset, uint64_t left)
 {
@@ -591,12 +592,18 @@ take_data (struct receiver *r, const struct stream_event *ev)
  * bounded by the parser: fewer compressed bytes than that, and no more
  * than a DATA record's), on the worker (finish_unpack). */
 static void
-take_packed (struct receiver *r, const struct stream_event *ev)
+start_packed (struct receiver *r, uint32_t length)
 {
   if (!r->packed) {
-    r->packed = new_payload (r, ev->packed_length);
+    r->packed = new_payload (r, length);
     r->packed_have = 0;
   }
+}
+
+static void
+take_packed (struct receiver *r, const struct stream_event *ev)
+{
+  start_packed (r, ev->packed_length);
   /* Unless read_input put it there. */
   if (ev->data != r->packed->data + r->packed_have)
     memcpy (r->packed->data + r->packed_have, ev->data, ev->length);
@@ -621,20 +628,22 @@ static bool
 finish_unpack (struct receiver *r)
 {
   const struct zstd_job *j = &r->unpack;
+  g_autofree char *why = NULL;
 
   if (!zstd_job_done (j))
     return false;
   r->unpacking = false;
   g_clear_pointer (&r->packed, payload_unref);
-  if (j->error || j->out_len != r->record_length) {
-    set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM,
-                                 "the CDATA record at offset %" PRIu64 " (%" PRIu64 " bytes) "
-                                 "%s%s%s", r->record_offset, r->record_length,
-                                 j->error == ZSTD_POOL_TOO_LONG
-                                 ? "decompresses to more bytes than that"
-                                 : j->error ? "does not decompress: " : "decompresses to ",
-                                 j->error && j->error != ZSTD_POOL_TOO_LONG ? j->error : "",
-                                 j->error ? "" : "fewer bytes than that"));
+  if (j->error == ZSTD_POOL_TOO_LONG)
+    why = g_strdup ("decompresses to more bytes than that");
+  else if (j->error)
+    why = g_strdup_printf ("does not decompress: %s", j->error);
+  else if (j->out_len != r->record_length)
+    why = g_strdup ("decompresses to fewer bytes than that");
+  if (why) {
+    set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "the CDATA record at offset %"
+                                 PRIu64 " (%" PRIu64 " bytes) %s", r->record_offset,
+                                 r->record_length, why));
     return true;
   }
   apply_record (r, false);
@@ -770,10 +779,7 @@ read_input (struct receiver *r)
   /* A payload goes straight into its record, saving a copy of every byte
    * (as nbdcopy's readers fill the buffers they write from). */
   if (!r->options->raw && p->state == STREAM_IN_PAYLOAD && p->packed_length) {
-    if (!r->packed) {
-      r->packed = new_payload (r, p->packed_length);
-      r->packed_have = 0;
-    }
+    start_packed (r, p->packed_length);
     to = r->packed->data + r->packed_have;
     cap = p->payload_left;
   } else if (!r->options->raw && p->state == STREAM_IN_PAYLOAD) {
