@@ -41,6 +41,14 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         abort ();
       if (ev.kind == STREAM_EVENT_ZERO && ev.offset + ev.length > p.header.size)
         abort ();
+      /* A CDATA piece: in the input, within its payload, which is smaller
+       * than its record, which is within the export and the DATA bound. */
+      if (ev.kind == STREAM_EVENT_CDATA &&
+          (ev.data < chunk || ev.data + ev.length != chunk + used ||
+           ev.offset + ev.length > ev.packed_length || ev.packed_length >= ev.record_length ||
+           ev.record_length > STREAM_MAX_DATA ||
+           ev.record_offset + ev.record_length > p.header.size))
+        abort ();
       if (ev.kind == STREAM_EVENT_ERROR) {
         if (!strstr (p.error, "export offset"))
           abort ();

@@ -542,6 +542,9 @@ static const struct option {
     "--nbd-receive: the destination reads as zeros already; skip ZERO records" },
   { "allocated", 0, GROUP_STREAM, parse_set, FIELD (options.stream.allocated), NULL,
     "--nbd-receive: write zeros allocated (NO_HOLE) instead of punching holes" },
+  { "compress", 0, GROUP_STREAM, parse_set, FIELD (options.stream.compress), NULL,
+    "With --nbd-send or --remote-nbd-send: compress each data record with zstd where "
+    "that shrinks it (for slow links)" },
   { "no-verify", 0, GROUP_STREAM, parse_set, FIELD (options.stream.no_verify), NULL,
     "Leave the digest out of the stream, or do not check it" },
   { "request-size", 0, GROUP_STREAM, parse_size, FIELD (options.stream.request_size), "BYTES",

@@ -207,6 +207,10 @@ remote_command (const struct ferry_options *options, bool ranged, unsigned numbe
     append_arg (command, "--allocated");
   if (!upload && o->no_extents)
     append_arg (command, "--no-extents");
+  /* An upload's local half compresses; a receiver learns it from the
+   * stream's header. */
+  if (!upload && o->compress)
+    append_arg (command, "--compress");
   if (o->verbose && number == 1)
     append_arg (command, "-v");
   return g_string_free (command, FALSE);

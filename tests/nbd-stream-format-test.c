@@ -14,7 +14,8 @@
 
 struct replay {
   GByteArray *image;          /* rebuilt: DATA copied, ZERO left zero */
-  unsigned events[STREAM_EVENT_SAME + 1];
+  unsigned events[STREAM_EVENT_CDATA + 1];
+  GByteArray *packed;         /* CDATA payloads, as they came */
   char error[160];
 };
 
@@ -31,6 +32,7 @@ replay (const uint8_t *stream, size_t len, size_t piece, struct replay *r)
 
   memset (r, 0, sizeof *r);
   r->image = g_byte_array_new ();
+  r->packed = g_byte_array_new ();
   stream_parser_init (&p);
   p.allow_delta = replay_allow_delta;
   while (pos < len) {
@@ -57,6 +59,14 @@ replay (const uint8_t *stream, size_t len, size_t piece, struct replay *r)
       case STREAM_EVENT_ZERO:
         memset (r->image->data + ev.offset, 0, ev.length);
         break;
+      case STREAM_EVENT_CDATA:
+        /* Each payload's pieces in order, from its first byte. */
+        g_assert_cmpuint (ev.offset + ev.length, <=, ev.packed_length);
+        g_assert_cmpuint (ev.packed_length, <, ev.record_length);
+        if (ev.offset == 0)
+          g_byte_array_append (r->packed, (const uint8_t *) "|", 1);
+        g_byte_array_append (r->packed, ev.data, ev.length);
+        break;
       case STREAM_EVENT_ERROR:
         g_strlcpy (r->error, p.error, sizeof r->error);
         return false;
@@ -76,6 +86,7 @@ static void
 replay_free (struct replay *r)
 {
   g_byte_array_unref (r->image);
+  g_byte_array_unref (r->packed);
 }
 
 /* The blocks that a delta stream sends as SAME: 2 and 3 of every 8, and 6. */
@@ -392,12 +403,61 @@ test_delta_bad_records (void)
   g_byte_array_append (s, rec, sizeof rec);
   expect_error (s, "record at offset 0, expected 65536");
 
-  /* Flag bits past DELTA stay unknown. */
-  struct stream_header unknown = { STREAM_FLAG_DELTA | 4, B, B };
+  /* Flag bits past COMPRESS stay unknown. */
+  struct stream_header unknown = { STREAM_FLAG_DELTA | 8, B, B };
   g_byte_array_set_size (s, STREAM_HEADER_SIZE);
   stream_encode_header (s->data, &unknown);
-  expect_error (s, "unknown stream flags 0x6");
+  expect_error (s, "unknown stream flags 0xa");
   replay_allow_delta = false;
+  g_byte_array_unref (s);
+}
+
+/* A compressed stream: DATA, CDATA (whose payload the parser passes
+ * through in pieces, its length and the record's on each), ZERO; in
+ * pieces of any size, and the CDATA trailer's rules. */
+static void
+test_cdata (void)
+{
+  static const size_t pieces[] = { 0, 1, 23, 24, 25, 31, 32, 33 };
+  struct stream_header h = { STREAM_FLAG_DIGEST | STREAM_FLAG_COMPRESS, 3 * B, B };
+  struct stream_end end = { 2, 1, 2 * B, B, { 0 } };
+  uint8_t buf[STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE];
+  GByteArray *s = g_byte_array_new ();
+  size_t trailer;
+
+  g_byte_array_set_size (s, STREAM_HEADER_SIZE);
+  stream_encode_header (s->data, &h);
+  stream_encode_record (buf, STREAM_DATA, 0, B);
+  g_byte_array_append (s, buf, STREAM_RECORD_SIZE);
+  g_byte_array_set_size (s, s->len + B);
+  trailer = s->len + STREAM_RECORD_SIZE;
+  stream_encode_cdata (buf, B, B, 5);
+  g_byte_array_append (s, buf, STREAM_RECORD_SIZE + STREAM_CDATA_TRAILER_SIZE);
+  g_byte_array_append (s, (const uint8_t *) "zstd!", 5);
+  stream_encode_record (buf, STREAM_ZERO, 2 * B, B);
+  g_byte_array_append (s, buf, STREAM_RECORD_SIZE);
+  stream_encode_end (buf, 3 * B, &end);
+  g_byte_array_append (s, buf, sizeof buf);
+  for (size_t i = 0; i < G_N_ELEMENTS (pieces); i++) {
+    struct replay r;
+    if (!replay (s->data, s->len, pieces[i], &r))
+      g_error ("piece %zu: %s", pieces[i], r.error);
+    g_assert_cmpmem (r.packed->data, r.packed->len, "|zstd!", 6);
+    g_assert_cmpuint (r.events[STREAM_EVENT_ZERO], ==, 1);
+    replay_free (&r);
+  }
+  /* Its size's CRC, a size of 0 or of the record's length. */
+  s->data[trailer + 6] ^= 1;
+  expect_error (s, "CDATA record's size checksum mismatch");
+  s->data[trailer + 6] ^= 1;
+  stream_encode_cdata (s->data + trailer - STREAM_RECORD_SIZE, B, B, 0);
+  expect_error (s, "CDATA record at offset 65536: compressed size 0 of 65536 (stream byte");
+  stream_encode_cdata (s->data + trailer - STREAM_RECORD_SIZE, B, B, B);
+  expect_error (s, "CDATA record at offset 65536: compressed size 65536 of 65536 (stream byte");
+  /* Without the flag. */
+  h.flags = STREAM_FLAG_DIGEST;
+  stream_encode_header (s->data, &h);
+  expect_error (s, "CDATA record in a stream without the COMPRESS flag");
   g_byte_array_unref (s);
 }
 
@@ -434,5 +494,6 @@ main (int argc, char **argv)
   g_test_add_func ("/nbd-stream/bad-records", test_bad_records);
   g_test_add_func ("/nbd-stream/delta-roundtrip", test_delta_roundtrip);
   g_test_add_func ("/nbd-stream/delta-bad-records", test_delta_bad_records);
+  g_test_add_func ("/nbd-stream/cdata", test_cdata);
   return g_test_run ();
 }

@@ -15,9 +15,10 @@ clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
     "$FERRY_SOURCE_ROOT/src/stream/nbd-stream-format.c" -o "$T/fuzz" || fail "cannot build the fuzz target"
 
 mkdir "$T/seeds" "$T/corpus"
-seed () {  # NAME NBDKIT-ARGS...: a real stream, fed whole and in pieces of 3
+seed () {  # NAME NBDKIT-ARGS...: a real stream (with $SEND_OPTIONS), fed whole and in pieces of 3
     local name=$1; shift
-    nbdkit -U - "$@" --run "'$FERRY' --nbd-send=\"\$uri\" > '$T/$name'" || fail "seed $name"
+    nbdkit -U - "$@" --run "'$FERRY' --nbd-send=\"\$uri\" ${SEND_OPTIONS:-} > '$T/$name'" ||
+        fail "seed $name"
     { printf '\007'; cat "$T/$name"; } > "$T/seeds/$name-whole"
     { printf '\002'; cat "$T/$name"; } > "$T/seeds/$name-pieces"
     rm "$T/$name"
@@ -26,6 +27,7 @@ seed empty null size=0
 seed odd data data='1 2 3 @65535 4' size=200000
 seed sparse sparse-random size=4M seed=1 percent=20
 seed nodigest data data='@70000 5' size=1M
+SEND_OPTIONS=--compress seed compressed pattern size=1M
 
 if ! within $((secs + 60)) "$T/fuzz" -max_total_time="$secs" -max_len=1200000 -rss_limit_mb=1024 \
         -artifact_prefix="$T/" "$T/corpus" "$T/seeds" > "$T/log" 2>&1; then

@@ -23,7 +23,17 @@ section 8), to check that each side validates what the other claims.
                       only, for a destination that holds good's data),
                       delta-v1 (a version 1 stream with DELTA and a SAME);
                       big-record (a valid version 1 stream whose image
-                      is one DATA record of SIZE bytes)
+                      is one DATA record of SIZE bytes);
+                      compressed version 1 streams (the COMPRESS flag) of
+                      a DATA block, then a CDATA record of SIZE bytes,
+                      its frames made by the zstd program: cdata-good
+                      (they hold the record's bytes), cdata-more (twice
+                      as many), cdata-more-sized (the same, with the
+                      frame's content size), cdata-less (half as many),
+                      cdata-bomb (256 MiB of zeros), cdata-garbage (not
+                      zstd), cdata-size (a compressed size of SIZE),
+                      cdata-noflag (without the COMPRESS flag),
+                      unknown-flag (flag bit 3, and nothing else)
   remote-receiver CASE LOG  play a remote ferry --nbd-receive=DST --ranged
                       on stdin and stdout, applying nothing: late-answers
                       (each range's DIGESTS only once two more ranges
@@ -45,8 +55,8 @@ import sys
 BLOCK = 65536
 READY, REQUEST, DIGESTS = 8, 6, 7
 DATA, ZERO, END, RANGE, RANGE_END = 1, 2, 3, 4, 5
-SAME = 16
-DIGEST_FLAG, DELTA_FLAG = 1, 2
+SAME, CDATA = 16, 17
+DIGEST_FLAG, DELTA_FLAG, COMPRESS_FLAG = 1, 2, 4
 
 
 def crc32c_table():
@@ -163,9 +173,46 @@ def big_record_stream(size):
     return 0
 
 
+def zstd_frames(data, sized):
+    """zstd's frames of DATA, from a pipe: with SIZED, the frame says
+    its content size, else it does not (the size of a pipe is unknown)."""
+    args = ["zstd", "-q", "-c"] + (["--stream-size=%d" % len(data)] if sized else [])
+    return subprocess.run(args, input=data, stdout=subprocess.PIPE, check=True).stdout
+
+
+def cdata_stream(case, size):
+    """A DATA block, then a CDATA record of SIZE bytes, as CASE forges it."""
+    data = bytes(range(256)) * (size // 256)
+    if case == "cdata-bomb":
+        packed = zstd_frames(bytes(256 * 1024 * 1024), False)
+    elif case == "cdata-garbage":
+        packed = bytes(range(7, 107))
+    else:
+        held = {"cdata-more": 2 * data, "cdata-more-sized": 2 * data,
+                "cdata-less": data[:size // 2]}.get(case, data)
+        packed = zstd_frames(held, case == "cdata-more-sized")
+    packed_size = size if case == "cdata-size" else len(packed)
+    first = bytes([1]) * BLOCK
+    flags = DIGEST_FLAG | (0 if case == "cdata-noflag" else COMPRESS_FLAG)
+    image = BLOCK + size
+    digest = hashlib.sha256(b"".join(block_digests(first + data)) +
+                            image.to_bytes(8, "little")).digest()
+    if case == "unknown-flag":
+        sys.stdout.buffer.write(header(image, version=1, flags=flags | 8))
+        return 0
+    trailer = struct.pack(">I", packed_size)
+    s = header(image, version=1, flags=flags) + record(DATA, 0, BLOCK) + first
+    s += record(CDATA, BLOCK, size) + trailer + struct.pack(">I", crc32c(trailer)) + packed
+    s += record(END, image, 68) + end_body(2, 0, image, 0, digest)
+    sys.stdout.buffer.write(s)
+    return 0
+
+
 def forged_stream(case, size):
     if case == "big-record":
         return big_record_stream(size)
+    if case.startswith("cdata-") or case == "unknown-flag":
+        return cdata_stream(case, size)
     length = 2 * BLOCK
     data = bytes(range(256)) * (length // 256)
     digest = hashlib.sha256(b"".join(block_digests(data)) + length.to_bytes(8, "little")).digest()

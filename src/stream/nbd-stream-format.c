@@ -101,6 +101,14 @@ encode_end_as (uint8_t *out, enum stream_record_type type, uint64_t offset,
 }
 
 void
+stream_encode_cdata (uint8_t *out, uint64_t offset, uint64_t length, uint32_t packed)
+{
+  stream_encode_record (out, STREAM_CDATA, offset, length);
+  put32 (out + STREAM_RECORD_SIZE, packed);
+  put32 (out + STREAM_RECORD_SIZE + 4, stream_crc32c (out + STREAM_RECORD_SIZE, 4));
+}
+
+void
 stream_encode_end (uint8_t *out, uint64_t size, const struct stream_end *end)
 {
   encode_end_as (out, STREAM_END, size, end);
@@ -177,7 +185,7 @@ parse_header (struct stream_parser *p, struct stream_event *ev)
   p->header.flags = get32 (b + 12);
   p->header.size = get64 (b + 16);
   p->header.block_size = get32 (b + 24);
-  if (p->header.flags & ~(STREAM_FLAG_DIGEST | STREAM_FLAG_DELTA))
+  if (p->header.flags & ~(STREAM_FLAG_DIGEST | STREAM_FLAG_DELTA | STREAM_FLAG_COMPRESS))
     return fail (p, ev, "unknown stream flags 0x%" PRIx32, p->header.flags);
   if (p->header.flags & STREAM_FLAG_DELTA && !p->allow_delta)
     return fail (p, ev, "a delta stream (flag DELTA), which this reader was not asked to apply");
@@ -266,7 +274,8 @@ parse_ranged_record (struct stream_parser *p, struct stream_event *ev, uint32_t 
                    offset, p->next_offset);
     return expect_end_body (p, ev, "RANGE_END", length);
   }
-  if (type != STREAM_DATA && type != STREAM_ZERO && type != STREAM_SAME)
+  if (type != STREAM_DATA && type != STREAM_ZERO && type != STREAM_SAME &&
+      type != STREAM_CDATA)
     return fail (p, ev, "record type %" PRIu32 " inside a range", type);
   return parse_image_record (p, ev, type, offset, length, p->range_end);
 }
@@ -283,15 +292,17 @@ parse_record (struct stream_parser *p, struct stream_event *ev)
     return fail (p, ev, "record header checksum mismatch");
   if (type == STREAM_SAME && !(p->header.flags & STREAM_FLAG_DELTA))
     return fail (p, ev, "SAME record in a stream without the DELTA flag");
+  if (type == STREAM_CDATA && !(p->header.flags & STREAM_FLAG_COMPRESS))
+    return fail (p, ev, "CDATA record in a stream without the COMPRESS flag");
   if (p->ranged)
     return parse_ranged_record (p, ev, type, offset, length);
   if (type != STREAM_DATA && type != STREAM_ZERO && type != STREAM_END &&
-      type != STREAM_SAME)
+      type != STREAM_SAME && type != STREAM_CDATA)
     return fail (p, ev, "unknown record type %" PRIu32, type);
   return parse_image_record (p, ev, type, offset, length, size);
 }
 
-/* DATA, ZERO and SAME records (and v1's END) within [next_offset, @size). */
+/* DATA, CDATA, ZERO and SAME records (and v1's END) within [next_offset, @size). */
 static size_t
 parse_image_record (struct stream_parser *p, struct stream_event *ev, uint32_t type,
                     uint64_t offset, uint64_t length, uint64_t size)
@@ -324,13 +335,37 @@ parse_image_record (struct stream_parser *p, struct stream_event *ev, uint32_t t
     return 0;
   }
   if (length > STREAM_MAX_DATA)
-    return fail (p, ev, "DATA record of %" PRIu64 " bytes, more than %u",
-                 length, STREAM_MAX_DATA);
+    return fail (p, ev, "%s record of %" PRIu64 " bytes, more than %u",
+                 type == STREAM_CDATA ? "CDATA" : "DATA", length, STREAM_MAX_DATA);
+  /* A CDATA record counts as the DATA it holds. */
   p->counted.data_records++;
   p->counted.data_bytes += length;
   p->record_offset = offset;
   p->record_length = length;
   p->payload_left = length;
+  p->packed_length = 0;
+  p->state = type == STREAM_CDATA ? STREAM_IN_CDATA_TRAILER : STREAM_IN_PAYLOAD;
+  return 0;
+}
+
+/* The compressed payload's size: at least 1 byte, and fewer than the
+ * record's (a record that does not shrink goes as DATA), so that a reader
+ * holds at most the record's length for it.  The message stays short
+ * enough for the position that fail adds, with any offset. */
+static size_t
+parse_cdata_trailer (struct stream_parser *p, struct stream_event *ev)
+{
+  const uint8_t *b = p->buf;
+  uint32_t packed = get32 (b);
+
+  if (get32 (b + 4) != stream_crc32c (b, 4))
+    return fail (p, ev, "CDATA record's size checksum mismatch");
+  if (packed == 0 || packed >= p->record_length)
+    return fail (p, ev, "CDATA record at offset %" PRIu64 ": compressed size %" PRIu32
+                 " of %" PRIu64, p->record_offset, packed, p->record_length);
+  p->packed_length = packed;
+  p->payload_left = packed;
+  p->have = 0;
   p->state = STREAM_IN_PAYLOAD;
   return 0;
 }
@@ -410,14 +445,20 @@ stream_parser_feed (struct stream_parser *p, const uint8_t *buf, size_t len,
       if (collect (p, STREAM_END_BODY_SIZE, &buf, &len))
         parse_end_body (p, ev);
       break;
+    case STREAM_IN_CDATA_TRAILER:
+      if (collect (p, STREAM_CDATA_TRAILER_SIZE, &buf, &len))
+        parse_cdata_trailer (p, ev);
+      break;
     case STREAM_IN_PAYLOAD: {
       size_t n = len < p->payload_left ? len : (size_t) p->payload_left;
-      ev->kind = STREAM_EVENT_DATA;
-      ev->offset = p->record_offset + (p->record_length - p->payload_left);
+      ev->kind = p->packed_length ? STREAM_EVENT_CDATA : STREAM_EVENT_DATA;
+      ev->offset = p->packed_length ? p->packed_length - p->payload_left
+                                    : p->record_offset + (p->record_length - p->payload_left);
       ev->length = n;
       ev->data = buf;
       ev->record_offset = p->record_offset;
       ev->record_length = p->record_length;
+      ev->packed_length = p->packed_length;
       p->payload_left -= n;
       p->position += n;
       buf += n;
@@ -447,7 +488,10 @@ stream_parser_eof (struct stream_parser *p)
     return true;
   if (p->state != STREAM_IN_FAILED) {
     const char *where = p->state == STREAM_IN_HEADER ? "in the stream header"
+                      : p->state == STREAM_IN_PAYLOAD && p->packed_length
+                      ? "in a CDATA payload"
                       : p->state == STREAM_IN_PAYLOAD ? "in a DATA payload"
+                      : p->state == STREAM_IN_CDATA_TRAILER ? "in a CDATA record header"
                       : p->state == STREAM_IN_END_BODY ? "in the END record"
                       : p->have ? "in a record header" : "before the END record";
     fail (p, &ev, "stream truncated %s", where);

@@ -16,9 +16,13 @@
 /* A delta stream: SAME records may appear; a parser accepts the flag only
  * when its user set allow_delta. */
 #define STREAM_FLAG_DELTA 2u
+/* CDATA records (zstd-compressed DATA) may appear; every reader takes it. */
+#define STREAM_FLAG_COMPRESS 4u
 #define STREAM_HEADER_SIZE 36
 #define STREAM_RECORD_SIZE 24
 #define STREAM_END_BODY_SIZE 68
+/* What follows a CDATA record's header: its compressed size and CRC. */
+#define STREAM_CDATA_TRAILER_SIZE 8
 #define STREAM_MAX_DATA (64u * 1024 * 1024)
 #define STREAM_BLOCK_SIZE 65536u
 #define STREAM_DIGEST_SIZE 32
@@ -36,6 +40,8 @@ enum stream_record_type {
   STREAM_READY = 8,
   /* Delta streams. */
   STREAM_SAME = 16,           /* the destination already holds these blocks */
+  /* Compressed streams. */
+  STREAM_CDATA = 17,          /* DATA as a zstd frame, smaller than the data */
 };
 
 struct stream_header {
@@ -64,6 +70,10 @@ void stream_encode_end (uint8_t *out, uint64_t size, const struct stream_end *en
 /* The ranged stream's RANGE_END record at @offset (the range's end), with
  * the range's counts and digest; the same size as END. */
 void stream_encode_range_end (uint8_t *out, uint64_t offset, const struct stream_end *end);
+/* A CDATA record at @offset of @length image bytes, whose payload is
+ * @packed bytes of zstd: STREAM_RECORD_SIZE + STREAM_CDATA_TRAILER_SIZE
+ * bytes. */
+void stream_encode_cdata (uint8_t *out, uint64_t offset, uint64_t length, uint32_t packed);
 /* A 24-byte record's fields, if its CRC is right. */
 bool stream_decode_record (const uint8_t *in, uint32_t *type, uint64_t *offset,
                            uint64_t *length);
@@ -79,21 +89,25 @@ enum stream_event_kind {
                                  holds its body (the range's digest) */
   STREAM_EVENT_ERROR,         /* parser->error says what and where; sticky */
   STREAM_EVENT_SAME,          /* a SAME record (delta streams) */
+  STREAM_EVENT_CDATA,         /* a piece of a CDATA record's compressed payload */
 };
 
 struct stream_event {
   enum stream_event_kind kind;
-  uint64_t offset;            /* DATA: export offset of this piece; ZERO, SAME: of the record */
-  uint64_t length;            /* DATA: bytes at @data; ZERO, SAME: the record's length */
-  const uint8_t *data;        /* DATA: points into the input fed */
-  uint64_t record_offset;     /* DATA: the whole record's offset and length */
-  uint64_t record_length;
+  uint64_t offset;            /* DATA: export offset of this piece; ZERO, SAME: of the record;
+                                 CDATA: this piece's position in the payload */
+  uint64_t length;            /* DATA, CDATA: bytes at @data; ZERO, SAME: the record's length */
+  const uint8_t *data;        /* DATA, CDATA: points into the input fed */
+  uint64_t record_offset;     /* DATA, CDATA: the whole record's offset and */
+  uint64_t record_length;     /* length (of image bytes) */
+  uint32_t packed_length;     /* CDATA: the whole payload's bytes */
 };
 
 enum stream_parser_state {
   STREAM_IN_HEADER,           /* collecting the stream header */
   STREAM_IN_RECORD,           /* collecting a record header */
-  STREAM_IN_PAYLOAD,          /* passing a DATA payload through */
+  STREAM_IN_CDATA_TRAILER,    /* collecting a CDATA record's compressed size */
+  STREAM_IN_PAYLOAD,          /* passing a DATA or CDATA payload through */
   STREAM_IN_END_BODY,         /* collecting the END body */
   STREAM_IN_DONE,             /* END seen: any further byte is an error */
   STREAM_IN_FAILED,
@@ -105,8 +119,9 @@ struct stream_parser {
   size_t have;                /* bytes of it in @buf */
   uint64_t position;          /* stream bytes consumed so far */
   uint64_t next_offset;       /* where the next record must start */
-  uint64_t record_offset;     /* the DATA record whose payload is passing */
-  uint64_t record_length;
+  uint64_t record_offset;     /* the DATA or CDATA record whose payload is */
+  uint64_t record_length;     /* passing */
+  uint32_t packed_length;     /* CDATA: its payload's size; 0: DATA */
   uint64_t payload_left;      /* its bytes still to come */
   struct stream_header header;
   struct stream_end counted;  /* counts of the records seen so far */

@@ -92,6 +92,9 @@ nbd_stream_validate (const struct nbd_stream_options *o, GError **error)
   else if (o->delta && o->destination_is_zero)
     bad = "--delta and --destination-is-zero exclude each other (a delta's destination holds "
           "data, which ZERO records must overwrite)";
+  else if (o->compress && (o->raw || o->digest || (!o->send && !o->remote_send)))
+    bad = "--compress goes with --nbd-send or --remote-nbd-send (a receiver learns it "
+          "from the stream), not with --raw";
   else if (o->connections > NBD_STREAM_MAX_CONNECTIONS)
     bad = "--connections: expected 1 to 4";
   if (bad)

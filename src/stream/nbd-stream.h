@@ -53,6 +53,8 @@ struct nbd_stream_options {
   bool destination_is_zero;   /* receiver: skip ZERO records */
   bool allocated;             /* receiver: zero with NO_HOLE */
   bool no_verify;             /* no digest, in the stream or checked */
+  bool compress;              /* --compress: the sender's DATA records go as
+                                 zstd (CDATA) where that shrinks them */
   bool check_source;          /* ferry copy --check-source: SRC's digest read
                                  again at the end must be DST's */
   unsigned connections;       /* --connections=N; 0: up to 4 with multi-conn */

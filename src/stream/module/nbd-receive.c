@@ -5,7 +5,8 @@
  * zeroes can all be in flight at once, up to a byte bound for writes and
  * a count per connection.  The stream is read only while there is room;
  * a DATA or ZERO record too large for the room left is taken piece by
- * piece. */
+ * piece.  A CDATA record is taken whole, then decompressed on a worker
+ * while the commands in flight go on; the stream waits for it. */
 #include <config.h>
 
 #include <glib-unix.h>
@@ -34,6 +35,7 @@
 #include "progress.h"
 #include "signal-watch.h"
 #include "stats.h"
+#include "zstd-pool.h"
 
 #define INPUT_SIZE (1024 * 1024)
 /* Between payloads: enough for many small records, little of a large
@@ -83,6 +85,11 @@ struct receiver {
                                  (UINT64_MAX: a regular file, which grows) */
   struct payload *record;     /* the piece being filled (start_piece) */
   uint64_t record_offset, record_length, record_have;   /* the piece's */
+  struct payload *packed;     /* a CDATA record's compressed bytes being read */
+  uint32_t packed_have;       /* bytes of it so far */
+  struct zstd_pool *zstd;     /* one worker, once the header said COMPRESS */
+  struct zstd_job unpack;     /* @packed into @record, while @unpacking */
+  bool unpacking;
   uint64_t zero_pos, zero_end;   /* a ZERO range still to issue */
   uint64_t raw_pos;           /* --raw: image bytes read so far */
   uint8_t *zero_buffer;       /* for servers that cannot zero */
@@ -221,7 +228,7 @@ issue_flushes (struct receiver *r)
 static bool
 has_room (struct receiver *r)
 {
-  return (r->record || r->held == 0 ||
+  return (r->record || r->packed || r->held == 0 ||
           r->held + r->export.request_size <= r->in_flight_limit) &&
          nbd_export_in_flight (&r->export) <
            r->export.n_conns * NBD_STREAM_REQUESTS_PER_CONNECTION;
@@ -330,6 +337,19 @@ apply_record (struct receiver *r, bool scan)
   r->record = NULL;
 }
 
+/* @length bytes, counted in @held. */
+static struct payload *
+new_payload (struct receiver *r, uint64_t length)
+{
+  struct payload *p = g_malloc (sizeof *p + length);
+
+  p->refs = 1;
+  p->size = length;
+  p->receiver = r;
+  r->held += length;
+  return p;
+}
+
 /* The next piece of a DATA record (or of raw input) at @offset, with
  * @left bytes of it to come: at most a request, so that a record of any
  * size is held within --in-flight (has_room waits between pieces). */
@@ -338,11 +358,7 @@ start_piece (struct receiver *r, uint64_t offset, uint64_t left)
 {
   uint64_t length = MIN (left, r->export.request_size);
 
-  r->record = g_malloc (sizeof *r->record + length);
-  r->record->refs = 1;
-  r->record->size = length;
-  r->record->receiver = r;
-  r->held += length;
+  r->record = new_payload (r, length);
   r->record_offset = offset;
   r->record_length = length;
   r->record_have = 0;
@@ -510,6 +526,8 @@ check_header (struct receiver *r)
     return false;
   }
   r->header_seen = true;
+  if (h->flags & STREAM_FLAG_COMPRESS)
+    r->zstd = zstd_pool_new (1, &r->kicked);
   if (r->parser.ranged) {
     if (h->block_size != STREAM_BLOCK_SIZE || !(h->flags & STREAM_FLAG_DIGEST)) {
       set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "a ranged stream "
@@ -569,6 +587,69 @@ take_data (struct receiver *r, const struct stream_event *ev)
   r->range_data += ev->length;
 }
 
+/* A CDATA event's bytes go into the record's compressed payload; once
+ * whole, it is decompressed into a payload of the record's length (both
+ * bounded by the parser: fewer compressed bytes than that, and no more
+ * than a DATA record's), on the worker (finish_unpack). */
+static void
+start_packed (struct receiver *r, uint32_t length)
+{
+  if (!r->packed) {
+    r->packed = new_payload (r, length);
+    r->packed_have = 0;
+  }
+}
+
+static void
+take_packed (struct receiver *r, const struct stream_event *ev)
+{
+  start_packed (r, ev->packed_length);
+  /* Unless read_input put it there. */
+  if (ev->data != r->packed->data + r->packed_have)
+    memcpy (r->packed->data + r->packed_have, ev->data, ev->length);
+  r->packed_have += ev->length;
+  if (r->packed_have < ev->packed_length)
+    return;
+  r->record = new_payload (r, ev->record_length);
+  r->record_offset = ev->record_offset;
+  r->record_length = ev->record_length;
+  r->range_data += ev->record_length;
+  r->unpack = (struct zstd_job) { .decompress = true, .in = r->packed->data,
+                                  .in_len = ev->packed_length, .out = r->record->data,
+                                  .out_cap = ev->record_length };
+  r->unpacking = true;
+  zstd_pool_push (r->zstd, &r->unpack);
+}
+
+/* The CDATA record's decompression, once done: its bytes are applied as
+ * DATA's, unless they are not exactly the record's length.  False while
+ * the worker is at it (its kick brings the pump back). */
+static bool
+finish_unpack (struct receiver *r)
+{
+  const struct zstd_job *j = &r->unpack;
+  g_autofree char *why = NULL;
+
+  if (!zstd_job_done (j))
+    return false;
+  r->unpacking = false;
+  g_clear_pointer (&r->packed, payload_unref);
+  if (j->error == ZSTD_POOL_TOO_LONG)
+    why = g_strdup ("decompresses to more bytes than that");
+  else if (j->error)
+    why = g_strdup_printf ("does not decompress: %s", j->error);
+  else if (j->out_len != r->record_length)
+    why = g_strdup ("decompresses to fewer bytes than that");
+  if (why) {
+    set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "the CDATA record at offset %"
+                                 PRIu64 " (%" PRIu64 " bytes) %s", r->record_offset,
+                                 r->record_length, why));
+    return true;
+  }
+  apply_record (r, false);
+  return true;
+}
+
 /* Parse the buffered input up to one event and act on it. */
 static void
 consume_stream (struct receiver *r)
@@ -593,6 +674,9 @@ consume_stream (struct receiver *r)
     break;
   case STREAM_EVENT_DATA:
     take_data (r, &ev);
+    break;
+  case STREAM_EVENT_CDATA:
+    take_packed (r, &ev);
     break;
   case STREAM_EVENT_ZERO:
     if (r->hashing)
@@ -694,7 +778,11 @@ read_input (struct receiver *r)
 
   /* A payload goes straight into its record, saving a copy of every byte
    * (as nbdcopy's readers fill the buffers they write from). */
-  if (!r->options->raw && p->state == STREAM_IN_PAYLOAD) {
+  if (!r->options->raw && p->state == STREAM_IN_PAYLOAD && p->packed_length) {
+    start_packed (r, p->packed_length);
+    to = r->packed->data + r->packed_have;
+    cap = p->payload_left;
+  } else if (!r->options->raw && p->state == STREAM_IN_PAYLOAD) {
     uint64_t record_end = p->record_offset + p->record_length;
     if (!r->record)
       start_piece (r, record_end - p->payload_left, p->payload_left);
@@ -759,6 +847,8 @@ work (struct receiver *r)
   bool raw = r->options->raw;
 
   while (!r->error && !r->in_watch) {
+    if (r->unpacking && !finish_unpack (r))
+      return;
     if (!issue_zero (r) || !has_room (r))
       return;
     if (r->grant_pending && !take_grant (r))
@@ -989,6 +1079,8 @@ static void
 free_receiver (struct receiver *r)
 {
   nbd_export_close (&r->export);
+  /* Before the buffers its job uses. */
+  zstd_pool_free (r->zstd);
   if (r->hashing)
     blkhash_clear (&r->hash);
   while (!g_queue_is_empty (&r->commands)) {
@@ -997,6 +1089,7 @@ free_receiver (struct receiver *r)
     g_free (c);
   }
   payload_unref (r->record);
+  payload_unref (r->packed);
   g_free (r->zero_buffer);
   g_free (r->blocks);
   nbd_block_digests_free (r->dest);

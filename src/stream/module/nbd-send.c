@@ -37,6 +37,7 @@
 #include "nbd-stream-format.h"
 #include "progress.h"
 #include "signal-watch.h"
+#include "zstd-pool.h"
 
 #define B STREAM_BLOCK_SIZE
 #define ZEROS_SIZE (1024 * 1024)
@@ -46,7 +47,10 @@ struct segment {
   bool same;                  /* --delta: SAME, DEST holds it (zero or not) */
   uint64_t offset, length;
   const uint8_t *data;        /* DATA: in the request's buffer */
-  uint8_t header[STREAM_RECORD_SIZE];
+  struct zstd_job *pack;      /* --compress, DATA: its compression; once
+                                 sealed, NULL unless it shrank (CDATA) */
+  uint8_t header[STREAM_RECORD_SIZE + STREAM_CDATA_TRAILER_SIZE];
+  unsigned header_len;        /* bytes of @header */
 };
 
 /* A read of the queue (its holders of the buffer: the DATA segments
@@ -58,6 +62,8 @@ struct request {
   unsigned segment;           /* the writer's position: segment, and */
   uint64_t segment_pos;       /* bytes of it written (its header counts) */
   bool compared;              /* --delta: its blocks were compared with DEST's */
+  bool sealed;                /* --compress: its compressions are done, and
+                                 its records say which shrank */
 };
 
 /* --ranged: at most this many ranges sent wait for their receiver's
@@ -137,6 +143,14 @@ struct sender {
   bool have_dest_digests;     /* read from the return direction */
   uint64_t same_bytes;        /* in SAME records (the controller's -v line) */
   uint64_t range_same_base;   /* @same_bytes when the range began */
+
+  /* --compress: each DATA record is compressed on these workers as soon as
+   * its read is done, and goes as CDATA if that shrank it.  The reads
+   * then hold half of --in-flight at most, and the room for their
+   * compressed bytes (no more than theirs) the other half. */
+  bool compress;
+  struct zstd_pool *zstd;
+  uint64_t packed_bytes;      /* of that room allocated */
 };
 
 static const uint8_t zeros[ZEROS_SIZE];
@@ -153,11 +167,27 @@ set_failure (struct sender *s, GError *error)
   nbd_range_keep_failure (&s->error, error);
 }
 
+/* @g's compression, and its room. */
+static void
+free_pack (struct sender *s, struct segment *g)
+{
+  if (!g->pack)
+    return;
+  s->packed_bytes -= g->pack->out_cap;
+  g_free (g->pack->out);
+  g_clear_pointer (&g->pack, g_free);
+}
+
 /* The queue's @clear: what the writer added. */
 static void
 clear_request (struct nbd_read *read)
 {
-  g_free (((struct request *) read)->segments);
+  struct request *r = (struct request *) read;
+  struct sender *s = (struct sender *) ((char *) read->queue - offsetof (struct sender, reads));
+
+  for (unsigned i = 0; r->segments && i < r->n_segments; i++)
+    free_pack (s, &r->segments[i]);
+  g_free (r->segments);
 }
 
 static void
@@ -176,6 +206,7 @@ add_segment (struct request *r, bool zero, bool same, uint64_t offset, uint64_t 
   g->offset = offset;
   g->length = length;
   g->data = data;
+  g->pack = NULL;
   r->n_segments++;
 }
 
@@ -185,6 +216,7 @@ encode_segment (struct sender *s, struct segment *g)
 {
   stream_encode_record (g->header, g->same ? STREAM_SAME : g->zero ? STREAM_ZERO : STREAM_DATA,
                         g->offset, g->length);
+  g->header_len = STREAM_RECORD_SIZE;
   if (g->same)
     return;
   if (g->zero) {
@@ -196,6 +228,52 @@ encode_segment (struct sender *s, struct segment *g)
   }
   s->stats.data_bytes = s->counts.data_bytes;
   s->stats.zero_bytes = s->counts.zero_bytes;
+}
+
+/* --compress: each DATA record of @r goes to the workers, into room for
+ * fewer bytes than it has on the wire (its CDATA header is longer). */
+static void
+pack_request (struct sender *s, struct request *r)
+{
+  for (unsigned i = 0; s->compress && i < r->n_segments; i++) {
+    struct segment *g = &r->segments[i];
+    if (g->zero || g->same || g->length <= STREAM_CDATA_TRAILER_SIZE + 1)
+      continue;
+    g->pack = g_new0 (struct zstd_job, 1);
+    g->pack->in = g->data;
+    g->pack->in_len = g->length;
+    g->pack->out_cap = g->length - STREAM_CDATA_TRAILER_SIZE - 1;
+    g->pack->out = g_malloc (g->pack->out_cap);
+    s->packed_bytes += g->pack->out_cap;
+    zstd_pool_push (s->zstd, g->pack);
+  }
+}
+
+/* --compress, before @r is written: once its compressions are done, the
+ * records that shrank become CDATA, and the others' room goes; false
+ * while some are not done (a worker's kick brings the pump back). */
+static bool
+seal_request (struct sender *s, struct request *r)
+{
+  for (unsigned i = 0; i < r->n_segments; i++)
+    if (r->segments[i].pack && !zstd_job_done (r->segments[i].pack))
+      return false;
+  for (unsigned i = 0; i < r->n_segments; i++) {
+    struct segment *g = &r->segments[i];
+    if (!g->pack)
+      continue;
+    if (g->pack->out_len == 0) {
+      free_pack (s, g);
+      continue;
+    }
+    s->packed_bytes -= g->pack->out_cap - g->pack->out_len;
+    g->pack->out_cap = g->pack->out_len;
+    g->pack->out = g_realloc (g->pack->out, g->pack->out_len);
+    stream_encode_cdata (g->header, g->offset, g->length, g->pack->out_len);
+    g->header_len = STREAM_RECORD_SIZE + STREAM_CDATA_TRAILER_SIZE;
+  }
+  r->sealed = true;
+  return true;
 }
 
 /* The writer takes the head request: split it into records, hash it
@@ -226,11 +304,14 @@ take_request (struct sender *s, struct request *r)
       blkhash_data_async (&s->hash, g->data, g->length, nbd_read_unref, r);
     }
   }
+  if (!s->delta)
+    pack_request (s, r);
 }
 
-/* --delta: the requests behind the head are hashed as soon as they are
- * read, in order, so that their digests are ready when the writer
- * compares them. */
+/* --delta, --compress: the requests behind the head are hashed (and
+ * compressed) as soon as they are read, in order, so that their digests
+ * are ready when the writer compares them, and their records when it
+ * writes them. */
 static void
 take_ahead (struct sender *s)
 {
@@ -348,8 +429,16 @@ compare_request (struct sender *s, struct request *r)
   g_free (taken);
   for (unsigned i = 0; i < r->n_segments; i++)
     encode_segment (s, &r->segments[i]);
+  pack_request (s, r);
   r->compared = true;
   return true;
+}
+
+/* The bytes that follow @g's header: its data, or their compression. */
+static uint64_t
+payload_length (const struct segment *g)
+{
+  return g->pack ? g->pack->out_len : g->length;
 }
 
 /* The iovecs for the rest of @r from its writer position. */
@@ -362,23 +451,24 @@ fill_iov (struct sender *s, struct request *r, struct iovec *iov, int max)
 
   for (; i < r->n_segments && n < max; i++, pos = 0) {
     struct segment *g = &r->segments[i];
+    uint64_t length = payload_length (g);
     if (!s->raw) {
-      if (pos < STREAM_RECORD_SIZE) {
-        iov[n++] = (struct iovec) { g->header + pos, STREAM_RECORD_SIZE - pos };
-        pos = STREAM_RECORD_SIZE;
+      if (pos < g->header_len) {
+        iov[n++] = (struct iovec) { g->header + pos, g->header_len - pos };
+        pos = g->header_len;
       }
-      pos -= STREAM_RECORD_SIZE;
+      pos -= g->header_len;
       if (g->zero || g->same)
         continue;
     }
-    while (pos < g->length && n < max) {
-      uint64_t len = g->length - pos;
+    while (pos < length && n < max) {
+      uint64_t len = length - pos;
       if (g->zero) {
         iov[n++] = (struct iovec) { (void *) zeros, MIN (len, ZEROS_SIZE) };
         pos += MIN (len, ZEROS_SIZE);
       } else {
-        iov[n++] = (struct iovec) { (void *) (g->data + pos), len };
-        pos = g->length;
+        iov[n++] = (struct iovec) { (void *) ((g->pack ? g->pack->out : g->data) + pos), len };
+        pos = length;
       }
     }
   }
@@ -391,8 +481,8 @@ advance (struct sender *s, struct request *r, uint64_t n)
 {
   while (r->segment < r->n_segments) {
     struct segment *g = &r->segments[r->segment];
-    uint64_t total = (s->raw ? 0 : STREAM_RECORD_SIZE) +
-                     (s->raw || (!g->zero && !g->same) ? g->length : 0);
+    uint64_t total = (s->raw ? 0 : g->header_len) +
+                     (s->raw || (!g->zero && !g->same) ? payload_length (g) : 0);
     uint64_t left = total - r->segment_pos;
     if (n < left) {
       r->segment_pos += n;
@@ -653,6 +743,8 @@ write_ready (struct sender *s)
       if (!compare_request (s, r))
         return true;
     }
+    if (s->compress && !r->sealed && !seal_request (s, r))
+      return true;
     int k = fill_iov (s, r, iov, G_N_ELEMENTS (iov));
     if (k > 0) {
       if (!write_out (s, iov, k, &n))
@@ -674,7 +766,7 @@ pump (gpointer data)
     set_failure (s, g_error_copy (s->export.lost));
   if (s->hashing)
     blkhash_collect (&s->hash);
-  if (s->delta && s->hashing && !s->error)
+  if ((s->delta || s->compress) && (s->hashing || !s->ranged) && !s->error)
     take_ahead (s);
   if (s->ranged && !s->error)
     take_answers (s);
@@ -683,7 +775,7 @@ pump (gpointer data)
   /* Zero ranges from the map are done at once: write them now. */
   if (!s->error && !s->finished) {
     nbd_read_queue_issue (&s->reads);
-    nbd_stream_sample_in_flight (&s->stats, s->reads.in_flight);
+    nbd_stream_sample_in_flight (&s->stats, s->reads.in_flight + s->packed_bytes);
     if (!s->error)
       write_ready (s);
   }
@@ -794,7 +886,8 @@ prepare_send (struct sender *s)
 {
   const struct nbd_stream_options *options = s->options;
 
-  nbd_read_queue_init (&s->reads, &s->export, options->in_flight, &s->stats.requests,
+  nbd_read_queue_init (&s->reads, &s->export, options->in_flight / (s->compress ? 2 : 1),
+                       &s->stats.requests,
                        &s->kicked, &s->error, sizeof (struct request), clear_request);
   nbd_read_queue_range (&s->reads, 0, s->ranged ? 0 : s->export.size);
   nbd_range_input_init (&s->back, STDIN_FILENO, &s->kicked);
@@ -809,9 +902,12 @@ prepare_send (struct sender *s)
    * a thread of its own. */
   if (s->hashing)
     blkhash_start_worker (&s->hash, &s->kicked);
+  if (s->compress)
+    s->zstd = zstd_pool_new (MIN (g_get_num_processors (), 8), &s->kicked);
   if (!s->raw && !s->digest_only) {
     struct stream_header h = { (s->hashing || s->ranged ? STREAM_FLAG_DIGEST : 0) |
-                               (s->delta ? STREAM_FLAG_DELTA : 0), s->export.size, B };
+                               (s->delta ? STREAM_FLAG_DELTA : 0) |
+                               (s->compress ? STREAM_FLAG_COMPRESS : 0), s->export.size, B };
     stream_encode_header_version (s->preamble, &h, s->ranged ? STREAM_VERSION_RANGES
                                                              : STREAM_VERSION);
     s->preamble_len = STREAM_HEADER_SIZE;
@@ -883,6 +979,8 @@ free_sender (struct sender *s)
   /* Reads still in flight when a connection died: libnbd retired them
    * when it closed, so their buffers are free to go now. */
   nbd_export_close (&s->export);
+  /* Before the buffers its jobs use. */
+  zstd_pool_free (s->zstd);
   if (s->hashing)
     blkhash_clear (&s->hash);
   nbd_read_queue_clear (&s->reads);
@@ -900,6 +998,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
                       .out_flags = -1,
                       .ranged = options->ranged && !digest_only,
                       .delta = options->ranged && options->delta && !digest_only,
+                      .compress = options->compress && !options->raw && !digest_only,
                       .range = { -1, 0, 0 }, .unanswered = G_QUEUE_INIT };
   struct signal_watch *signals;
   int rc = FERRY_EXIT_FAILURE;
