@@ -265,9 +265,11 @@ serve (int lfd, int target_port)
     /* Each link reads the connections in turn, one chunk each, from where
      * it stopped last time, while its buffer has room. */
     now = now_ns ();
-    for (int j = 0; j < 2 && nconns > 0; j++)
+    for (int j = 0; j < 2 && nconns > 0; j++) {
+      size_t first = links[j].next;
+
       for (size_t k = 0; k < nconns && link_open (&links[j], now); k++) {
-        size_t i = (links[j].next + k) % nconns;
+        size_t i = (first + k) % nconns;
         struct way *w = &conns[i]->ways[j];
 
         if (pfd[1 + 4 * i + 2 * j].revents && way_wants_read (w)) {
@@ -275,6 +277,7 @@ serve (int lfd, int target_port)
           links[j].next = (i + 1) % nconns;
         }
       }
+    }
 
     now = now_ns ();
     for (size_t i = 0; i < nconns;) {
