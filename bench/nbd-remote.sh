@@ -152,7 +152,7 @@ fi
 if [ -n "$only" ]; then
     all=" ${contenders_up[*]} ${contenders_down[*]} ${contenders_resync[*]} "
     for name in ${only//,/ }; do
-        [[ $all == *" $name "* ]] || { echo "bench: no such contender: '$name'" >&2; exit 2; }
+        [[ $all == *" $name "* ]] || { echo "bench: no such contender: '$name' (the *-args ones come with --compare-args)" >&2; exit 2; }
     done
     for scenario in up down resync; do
         declare -n list=contenders_$scenario
