@@ -12,11 +12,15 @@
 #                ssh HOST ferry --nbd-send=SRC | ferry --nbd-receive=DST
 #   re-sync    into a copy of SRC with 1% of its 64 KiB blocks overwritten:
 #                --delta against a full copy, with the same channels
+#   --compare-args ARGS adds the --streams=N up- and download with ARGS
 #
-# SRC is nbdkit sparse-random (SIZE, 25% data); every DST is a fresh nbdkit
-# memory export, checked against SRC's digest after each run.  Every link
-# goes through bench/delay-proxy.c: DELAY ms each way (this kernel has no
-# netem), then 0 ms as the loopback rows; it counts the bytes on the wire.
+# SRC is nbdkit sparse-random (SIZE, 25% data), or an ext4 image of files
+# from /usr; every DST is a fresh nbdkit memory export, checked against
+# SRC's digest after each run.  Every link goes through bench/delay-proxy.c:
+# DELAY ms each way (this kernel has no netem) and --rate-mbit, then 0 ms
+# and no rate as the loopback rows; it counts the bytes on the wire.  Each
+# row's time is also given against the link floor: the bytes that must
+# cross over the rate, plus 4 round trips.
 # Each ferry, local and remote (the remote ones run under sshd through a
 # timing wrapper), reports CPU seconds and peak RSS via /usr/bin/time.
 # Contenders that need an option this ferry lacks are reported as n/a.
@@ -29,30 +33,56 @@ usage () {
 usage: bench/nbd-remote.sh [OPTIONS]
   --rounds N       interleaved rounds (default 3)
   --size SIZE      the source's size, nbdkit's form: 1G, 256M (default 1G)
+  --image KIND     the source: sparse-random (default), or ext4-usr: an ext4
+                   image of SIZE holding a sample of /usr's files (~70% full)
+  --data-percent P sparse-random's percent of data blocks (default 25)
   --delay-ms MS    delay each way on the delayed link (default 25: 50 ms RTT)
+  --rate-mbit N    the delayed link's rate, shared by its connections (default
+                   0: no limit); the loopback link has none
   --streams N      channels for --streams and nbdcopy's connections (default 4)
+  --ferry-args 'ARGS'    more options for every one-command ferry contender
+  --compare-args 'ARGS'  add up-args and down-args: --streams=N with ARGS
+                   (e.g. --compress), each in a row against --streams=N
+  --contenders LIST  run only these (comma-separated): up-streams, up-one,
+                   up-openssh, up-nbdcopy, up-args, down-streams, down-one,
+                   down-openssh, down-args, resync-delta, resync-full
+  --no-loopback    only the delayed link
   --timeout SECS   kill a contender that runs longer than SECS (default 900)
   --ferry PATH     bench this ferry (default: build one in bench/.build-nbd-remote)
 EOF
 }
-rounds=3 size=1G delay_ms=25 streams=4 timeout_s=900 ferry=
+rounds=3 size=1G image=sparse-random data_percent=25 delay_ms=25 rate_mbit=0 streams=4
+timeout_s=900 ferry= ferry_args_text= compare_args_text= only= links=(rtt loopback)
 while [ $# -gt 0 ]; do
-    case $1 in -h|--help) usage; exit 0 ;; esac
+    case $1 in
+    -h|--help) usage; exit 0 ;;
+    --no-loopback) links=(rtt); shift; continue ;;
+    --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;
+    esac
     [ $# -ge 2 ] || { usage >&2; exit 2; }
     case $1 in
     --rounds) rounds=$2 ;;
     --size) size=$2 ;;
+    --image) image=$2 ;;
+    --data-percent) data_percent=$2 ;;
     --delay-ms) delay_ms=$2 ;;
+    --rate-mbit) rate_mbit=$2 ;;
     --streams) streams=$2 ;;
+    --ferry-args) ferry_args_text=$2 ;;
+    --compare-args) compare_args_text=$2 ;;
+    --contenders) only=$2 ;;
     --timeout) timeout_s=$2 ;;
     --ferry) ferry=$2 ;;
     *) usage >&2; exit 2 ;;
     esac
     shift 2
 done
-for n in "$rounds" "$delay_ms" "$streams" "$timeout_s"; do
+for n in "$rounds" "$data_percent" "$delay_ms" "$rate_mbit" "$streams" "$timeout_s"; do
     [[ $n =~ ^[0-9]+$ ]] || { echo "bench: not a number: '$n'" >&2; exit 2; }
 done
+case $image in sparse-random|ext4-usr) ;; *) echo "bench: no such image: '$image'" >&2; exit 2 ;; esac
+read -ra ferry_args <<< "$ferry_args_text"
+read -ra compare_args <<< "$compare_args_text"
 size_bytes=$(numfmt --from=iec "$size") ||
     { echo "bench: not a size: '$size'" >&2; exit 2; }
 ferry_origin="given with --ferry"
@@ -71,10 +101,20 @@ set +u
 . "$top/tests/lib-sshd.sh"
 set -u
 need nbdkit nbdcopy qemu-io /usr/bin/time cc python3 od numfmt timeout
+[ "$image" = sparse-random ] || need mkfs.ext4
 
 # The options the contenders may need: a missing one makes them n/a.
 ferry_help=$("$FERRY" --help-all 2>&1)
 has_option () { [[ $ferry_help =~ (^|[[:space:]])--$1([=[:space:]]|$) ]]; }
+lacks_any () {  # ARGS... -> the first option ferry lacks, or nothing
+    local a o
+    for a in "$@"; do
+        o=${a%%=*}
+        [[ $o != --* ]] || has_option "${o#--}" || { echo "$o"; return; }
+    done
+}
+why=$(lacks_any "${ferry_args[@]}")
+[ -z "$why" ] || { echo "bench: --ferry-args: this ferry lacks $why" >&2; exit 2; }
 streams_args=() one_channel=()
 if has_option streams; then
     streams_args=(--streams="$streams") one_channel=(--streams=1)
@@ -82,6 +122,7 @@ fi
 missing_for () {  # CONTENDER -> the option it needs that ferry lacks, or nothing
     case $1 in
     *-streams) has_option streams || echo --streams ;;
+    *-args) has_option streams || echo --streams; lacks_any "${compare_args[@]}" ;;
     resync-delta) has_option delta || echo --delta ;;
     esac
 }
@@ -93,6 +134,7 @@ fi
 label () {
     case $1 in
     up-streams|down-streams) echo "ferry --streams=$streams" ;;
+    up-args|down-args) echo "ferry --streams=$streams $compare_args_text" ;;
     up-one|down-one) echo "ferry, one channel (its own ssh)" ;;
     up-openssh) echo "ferry --nbd-send \\| ssh HOST ferry --nbd-receive" ;;
     up-nbdcopy) echo "nbdcopy --connections=$streams, ferry -l tunnel" ;;
@@ -104,6 +146,22 @@ label () {
 contenders_up=(up-streams up-one up-openssh up-nbdcopy)
 contenders_down=(down-streams down-one down-openssh)
 contenders_resync=(resync-delta resync-full)
+if [ ${#compare_args[@]} -gt 0 ]; then
+    contenders_up+=(up-args) contenders_down+=(down-args)
+fi
+if [ -n "$only" ]; then
+    all=" ${contenders_up[*]} ${contenders_down[*]} ${contenders_resync[*]} "
+    for name in ${only//,/ }; do
+        [[ $all == *" $name "* ]] || { echo "bench: no such contender: '$name' (the *-args ones come with --compare-args)" >&2; exit 2; }
+    done
+    for scenario in up down resync; do
+        declare -n list=contenders_$scenario
+        kept=()
+        for name in "${list[@]}"; do [[ ,$only, != *",$name,"* ]] || kept+=("$name"); done
+        list=("${kept[@]}")
+        unset -n list
+    done
+fi
 
 serve () {  # NAME ARGS...: nbdkit on $T/NAME.sock; its PID in $LAST_PID
     local name=$1; shift
@@ -112,7 +170,49 @@ serve () {  # NAME ARGS...: nbdkit on $T/NAME.sock; its PID in $LAST_PID
 }
 uri () { echo "nbd+unix:///?socket=$T/$1.sock"; }
 stop () { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
-serve src sparse-random size="$size" seed=2 percent=25
+# The ext4 image: a sample of /usr's files (a fixed seed) filling about 70%
+# of SIZE, as hard links (copies where linking fails) in a tree in $T that
+# mkfs.ext4 -d copies in; the image goes with $T.
+make_ext4_usr () {
+    python3 - "$T/usr-tree" "$((size_bytes * 7 / 10))" <<'PY'
+import os, random, shutil, sys
+tree, budget = sys.argv[1], int(sys.argv[2])
+files = []
+for root, dirs, names in os.walk("/usr"):
+    dirs.sort()
+    files += (os.path.join(root, n) for n in sorted(names))
+random.Random(27).shuffle(files)
+used = 0
+for p in files:
+    st = os.lstat(p)
+    if not (os.path.islink(p) or os.path.isfile(p)) or used + st.st_size > budget:
+        continue
+    q = tree + p
+    os.makedirs(os.path.dirname(q), exist_ok=True)
+    try:
+        if os.path.islink(p):
+            os.symlink(os.readlink(p), q)
+        else:
+            try:
+                os.link(p, q)
+            except OSError:
+                shutil.copy2(p, q)
+    except OSError:
+        continue
+    used += st.st_size
+PY
+    mkfs.ext4 -q -F -d "$T/usr-tree" "$T/usr.img" "$((size_bytes / 1024))k" > /dev/null ||
+        { echo "bench: mkfs.ext4 -d of /usr's sample failed" >&2; exit 1; }
+    rm -rf "$T/usr-tree"
+}
+if [ "$image" = ext4-usr ]; then
+    make_ext4_usr
+    serve src file "$T/usr.img" --readonly
+    image_text="ext4 image of a sample of /usr's files (mkfs.ext4 -d), $size"
+else
+    serve src sparse-random size="$size" seed=2 percent="$data_percent"
+    image_text="nbdkit sparse-random size=$size percent=$data_percent"
+fi
 src=$(uri src) dst=$(uri dst)
 "$FERRY" -v --nbd-send="$src" 2> "$T/src.v" > /dev/null
 data_bytes=$(sed -n 's/.* data=\([0-9]*\).*/\1/p' "$T/src.v")
@@ -135,9 +235,10 @@ user=$(id -un)
 cc -O2 -o "$T/delay-proxy" "$here/delay-proxy.c"
 declare -A link_port
 for link in rtt loopback; do
-    port=$(free_port) delay=$delay_ms
-    [ "$link" = loopback ] && delay=0
-    bg "$T/delay-proxy" "$port" "$SSHD_PORT" "$delay" "$T/wire.$link"
+    port=$(free_port) delay=$delay_ms rate=()
+    [ "$rate_mbit" -gt 0 ] && rate=(--rate-mbit "$rate_mbit")
+    [ "$link" = loopback ] && delay=0 rate=()
+    bg "$T/delay-proxy" "${rate[@]}" "$port" "$SSHD_PORT" "$delay" "$T/wire.$link"
     wait_for_port "$port"
     echo "[127.0.0.1]:$port $(cut -d' ' -f1-2 "$SSH_DIR/host_ed25519.pub")" >> "$SSH_DIR/known_hosts"
     link_port[$link]=$port
@@ -149,7 +250,7 @@ limit=(timeout -k 5 "$timeout_s")
 pipe_ok () { local s; for s in "$@"; do [ "$s" = 0 ] || return 1; done; }
 own_ssh () {  # ARGS...: ferry's remote stream mode, timed into local.times
     "${limit[@]}" env HOME="$SSH_HOME" SSH_AUTH_SOCK= "${TIME[@]}" -o "$T/local.times" \
-        "$FERRY" --remote-helper="$T/bin/ferry" "$@" "ssh://$user@127.0.0.1:$port?keyfile=$SSH_KEY"
+        "$FERRY" --remote-helper="$T/bin/ferry" "${ferry_args[@]}" "$@" "ssh://$user@127.0.0.1:$port?keyfile=$SSH_KEY"
 }
 openssh () {  # REMOTE-COMMAND: through the OpenSSH client, timed into other.times
     "${limit[@]}" "${TIME[@]}" -o "$T/other.times" "$SSH_CMD" -p "$port" 127.0.0.1 "$1"
@@ -166,6 +267,8 @@ run_contender () {  # NAME
     up-nbdcopy) tunnel_copy ;;
     down-streams) own_ssh --nbd-receive="$dst" --remote-nbd-send="$src" "${streams_args[@]}" ;;
     down-one) own_ssh --nbd-receive="$dst" --remote-nbd-send="$src" "${one_channel[@]}" ;;
+    up-args) own_ssh --nbd-send="$src" --remote-nbd-receive="$dst" "${streams_args[@]}" "${compare_args[@]}" ;;
+    down-args) own_ssh --nbd-receive="$dst" --remote-nbd-send="$src" "${streams_args[@]}" "${compare_args[@]}" ;;
     down-openssh)
         openssh "ferry --nbd-send='$src'" | local_ferry --nbd-receive="$dst"
         pipe_ok "${PIPESTATUS[@]}" ;;
@@ -222,7 +325,7 @@ times_of () {  # FILE -> "CPU-SECONDS MAX-RSS-KIB COUNT" over its processes
 run_one () {  # ROUND LINK SCENARIO CONTENDER
     local round=$1 link=$2 scenario=$3 name=$4 dst_pid status=ok t0 t1 w0 w1 got
     port=${link_port[$link]}
-    serve dst memory size="$size"
+    serve dst memory size="$size_bytes"
     dst_pid=$LAST_PID
     [ "$scenario" = resync ] && prepare_resync
     rm -f "$T/local.times" "$T/remote.times" "$T/other.times"
@@ -256,19 +359,22 @@ done > "$T/na"
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
 echo "bench/nbd-remote.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs (${cpu_model:-unknown CPU})"
 echo "ferry: $FERRY ($("$FERRY" --version 2>/dev/null | head -n1 || echo '?'), $ferry_origin)"
-echo "source: nbdkit sparse-random size=$size percent=25 ($data_bytes data bytes); destinations: fresh nbdkit memory"
-echo "links: delay-proxy, $delay_ms ms each way ($((2 * delay_ms)) ms RTT), and 0 ms (loopback); rounds: $rounds, contenders rotated each round"
-echo "this ferry: --streams $(has_option streams && echo yes || echo no), --delta $(has_option delta && echo yes || echo no)"
+echo "source: $image_text ($data_bytes data bytes); destinations: fresh nbdkit memory"
+rate_text="no rate limit"
+[ "$rate_mbit" -gt 0 ] && rate_text="$rate_mbit Mbit/s shared by its connections"
+echo "links: delay-proxy, $delay_ms ms each way ($((2 * delay_ms)) ms RTT), $rate_text${links[1]:+; and 0 ms, no limit (loopback)}; rounds: $rounds, contenders rotated each round"
+echo "this ferry: --streams $(has_option streams && echo yes || echo no), --delta $(has_option delta && echo yes || echo no)${ferry_args_text:+; every one-command ferry with $ferry_args_text}"
 echo "re-sync: $blocks_changed of $((size_bytes / 65536)) 64 KiB blocks overwritten before each run"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$SECONDS
 for ((r = 1; r <= rounds; r++)); do
-    for link in rtt loopback; do
+    for link in "${links[@]}"; do
         for scenario in up down resync; do
             declare -n list=contenders_$scenario
             order=("${list[@]}")
             unset -n list
             n=${#order[@]}
+            [ "$n" -gt 0 ] || continue
             printf '[round %d/%d] %s %s:' "$r" "$rounds" "$link" "$scenario" >&2
             for ((i = 0; i < n; i++)); do
                 name=${order[(i + r - 1) % n]}
@@ -290,10 +396,12 @@ labels=$T/labels
 for name in "${contenders_up[@]}" "${contenders_down[@]}" "${contenders_resync[@]}"; do
     printf '%s\t%s\t%s\n' "$name" "${name%%-*}" "$(label "$name")"
 done > "$labels"
-python3 - "$T/raw" "$T/na" "$labels" "$size_bytes" "$data_bytes" "$delay_ms" "$streams" <<'PY'
+python3 - "$T/raw" "$T/na" "$labels" "$size_bytes" "$data_bytes" "$delay_ms" "$streams" \
+    "$rate_mbit" "$((blocks_changed * 65536))" "$image_text" "$compare_args_text" <<'PY'
 import collections, statistics, sys
 raw, na_file, labels_file = sys.argv[1:4]
-size, data, delay, streams = (int(x) for x in sys.argv[4:8])
+size, data, delay, streams, rate, changed = (int(x) for x in sys.argv[4:10])
+image_text, compare_args = sys.argv[10:12]
 na = dict(l.rstrip("\n").split("\t") for l in open(na_file))
 label, scenario_of = {}, {}
 for l in open(labels_file):
@@ -322,23 +430,54 @@ def med(link, name, key):
 def secs_cell(link, name):
     return f"{med(link, name, lambda v: v['secs']):.2f}" if ok(link, name) else why_not(link, name)
 
-rows = [  # scenario, ferry, against, target (on the delayed link)
-    ("upload", "up-streams", "up-openssh", ">= 3x faster"),
-    ("upload", "up-streams", "up-nbdcopy", ">= 1.5x faster"),
-    ("download", "down-streams", "down-openssh", ">= 3x faster"),
+rtt_text = f"{2 * delay} ms RTT" + (f", {rate} Mbit/s" if rate else "")
+links = tuple(l for l in (("rtt", rtt_text), ("loopback", "loopback")) if any(k[0] == l[0] for k in runs))
+# The link floor: the bytes that must cross (the data; the changed blocks
+# for the re-sync) over the rate, plus 4 round trips (login and channels).
+# Only a link with a rate has one.
+def floor(link, name):
+    if link != "rtt" or not rate:
+        return None
+    must = changed if scenario_of[name] == "resync" else data
+    return must * 8 / (rate * 1e6) + 4 * 2 * delay / 1000
+def floor_cells(link, name):  # "floor s | x floor" of the median
+    f = floor(link, name)
+    if f is None or not ok(link, name):
+        return "- | -"
+    return f"{f:.2f} | {med(link, name, lambda v: v['secs']) / f:.2f}x"
+
+rows = [  # scenario, ferry, against (None: the link floor), target (on the delayed link)
+    ("upload", "up-streams", None, "<= 1.05x the floor at 4 GiB, 1 Gbit/s; <= 1.2x at 1 GiB"),
+    ("download", "down-streams", None, "<= 1.05x the floor at 4 GiB, 1 Gbit/s; <= 1.2x at 1 GiB"),
+    ("upload", "up-streams", "up-openssh", ">= 2.3x faster (1 GiB, 1 Gbit/s)"),
+    ("upload", "up-streams", "up-nbdcopy", ">= 1.3x faster (1 GiB, 1 Gbit/s)"),
+    ("download", "down-streams", "down-openssh", "-"),
     ("re-sync after 1% of 64 KiB blocks changed", "resync-delta", "resync-full",
-     ">= 10x faster, and <= 3% of the data bytes on the wire"),
+     ">= 10x faster, and <= 3% of the data bytes on the wire (1 GiB, 200 Mbit/s)"),
+    (f"upload, {compare_args}", "up-args", "up-streams", "-"),
+    (f"download, {compare_args}", "down-args", "down-streams", "-"),
     ("upload, one channel", "up-one", "up-openssh", "-"),
     ("download, one channel", "down-one", "down-openssh", "-"),
     ("upload, channels", "up-streams", "up-one", "-"),
     ("download, channels", "down-streams", "down-one", "-"),
 ]
-links = (("rtt", f"{2 * delay} ms RTT"), ("loopback", "loopback"))
-print(f"median seconds over the rounds; ratio: the median over the rounds of the against's seconds / ferry's in the same round")
-print(f"| scenario ({size_text}, 25% data) | ferry | s | against | s | ratio | target |")
+print("median seconds over the rounds; ratio: the median over the rounds of the against's seconds / ferry's")
+print("in the same round, or against the link floor, ferry's seconds / the floor (lower is better); floor:")
+print("the data bytes (the re-sync: the changed blocks' bytes) / the rate + 4 round trips")
+print(f"| scenario ({size_text}, {image_text}) | ferry | s | against | s | ratio | target |")
 print("|---|---|---|---|---|---|---|")
 for link, link_text in links:
     for scenario, a, b, target in rows:
+        if a not in label or (b is not None and b not in label):
+            continue
+        if b is None:
+            f = floor(link, a)
+            if f is None:
+                continue
+            ratio = f"{med(link, a, lambda v: v['secs']) / f:.2f}x" if ok(link, a) else "n/a"
+            print(f"| {scenario}, {link_text} | {label[a]} | {secs_cell(link, a)} | the link floor "
+                  f"| {f:.2f} | {ratio} | {target} |")
+            continue
         ra, rb = ok(link, a), ok(link, b)
         common = sorted(set(ra) & set(rb))
         ratio = (f"{statistics.median(rb[r]['secs'] / ra[r]['secs'] for r in common):.2f}x"
@@ -353,16 +492,16 @@ print()
 print("per contender (medians): CPU s per GiB of image, peak RSS in MiB; 'remote' is every")
 print("ferry run on the ssh host (n processes, CPU summed, RSS the largest); 'other' is the")
 print("ssh client or nbdcopy; MiB/s of the image's size and of its data bytes; wire: bytes")
-print("through delay-proxy, both ways, over the data bytes")
-print("| link | scenario | contender | s | image MiB/s | data MiB/s | wire MiB up / down | wire / data "
-      "| local ferry CPU | RSS | remote ferries n | CPU | RSS | other CPU |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("through delay-proxy, both ways, over the data bytes; floor: as above, and s / floor")
+print("| link | scenario | contender | s | floor s | x floor | image MiB/s | data MiB/s | wire MiB up / down "
+      "| wire / data | local ferry CPU | RSS | remote ferries n | CPU | RSS | other CPU |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for link, link_text in links:
     for name in label:
         got = ok(link, name)
         first = f"| {link_text} | {scenario_text[scenario_of[name]]} | {label[name]}"
         if not got:
-            print(f"{first} | {why_not(link, name)} |" + " |" * 10)
+            print(f"{first} | {why_not(link, name)} |" + " |" * 12)
             continue
         m = lambda key: med(link, name, key)
         secs, up, down = m(lambda v: v["secs"]), m(lambda v: v["up"]), m(lambda v: v["down"])
@@ -373,7 +512,7 @@ for link, link_text in links:
         lcpu, lrss = cpu_rss("local")
         rcpu, rrss = cpu_rss("remote")
         ocpu, _ = cpu_rss("other")
-        print(f"{first} | {secs:.2f} | {size / mib / secs:.1f} | {data / mib / secs:.1f} "
+        print(f"{first} | {secs:.2f} | {floor_cells(link, name)} | {size / mib / secs:.1f} | {data / mib / secs:.1f} "
               f"| {up / mib:.2f} / {down / mib:.2f} | {(up + down) / data:.3f} | {lcpu} | {lrss} "
               f"| {m(lambda v: v['remote'][2]):g} | {rcpu} | {rrss} | {ocpu} |")
 failed = [(k, r, v["status"]) for k, rs in runs.items() for r, v in rs.items() if v["status"] != "ok"]

@@ -2,11 +2,12 @@
 # bench/nbd-stream.sh: ferry's NBD stream mode against nbdcopy, interleaved
 # rounds in one run, ratios printed (issue 15's table).
 #
-#   sparse   2 GiB nbdkit sparse-random (10% data) -> memory, through a pipe:
+#   sparse   SIZE (2 GiB) nbdkit sparse-random (10% data) -> memory, through a pipe:
 #            ferry --nbd-send | ferry --nbd-receive  vs  nbdcopy SRC - | nbdcopy - DST
-#   dense    2 GiB nbdkit pattern -> memory, the same two pipes, and as a
-#            ceiling nbdcopy SRC DST (no pipe, multi-conn)
-#   ssh      1 GiB, 25% data, through OpenSSH over bench/delay-proxy (DELAY ms
+#   dense    SIZE nbdkit pattern -> memory, the same two pipes, and as a
+#            ceiling nbdcopy SRC DST (no pipe, multi-conn), against ferry's
+#            pipe with --no-verify on both ends and with verification
+#   ssh      half of SIZE, 25% data, through OpenSSH over bench/delay-proxy (DELAY ms
 #            each way): both pipes through the same ssh; and, for reference,
 #            nbdcopy through an NBD tunnel (ferry -l unix:LOCAL ssh://.../dst.sock)
 #   digest   ferry --nbd-digest of the dense and the sparse export  vs
@@ -16,18 +17,19 @@
 # With --ferry-base PATH, that ferry (e.g. the base of a change) also runs
 # the local rows, interleaved, and a table of head against base follows.
 #
-#   bench/nbd-stream.sh [--rounds N] [--delay-ms MS] [--ferry PATH] [--ferry-base PATH]
+#   bench/nbd-stream.sh [--rounds N] [--size SIZE] [--delay-ms MS] [--ferry PATH] [--ferry-base PATH]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-rounds=3 delay_ms=25 ferry= ferry_base=
+rounds=3 size=2G delay_ms=25 ferry= ferry_base=
 while [ $# -gt 0 ]; do
     case $1 in
     --rounds) rounds=$2 ;;
+    --size) size=$2 ;;
     --delay-ms) delay_ms=$2 ;;
     --ferry) ferry=$2 ;;
     --ferry-base) ferry_base=$2 ;;
-    *) echo "usage: bench/nbd-stream.sh [--rounds N] [--delay-ms MS] [--ferry PATH] [--ferry-base PATH]" >&2
+    *) echo "usage: bench/nbd-stream.sh [--rounds N] [--size SIZE] [--delay-ms MS] [--ferry PATH] [--ferry-base PATH]" >&2
        exit 2 ;;
     esac
     shift 2
@@ -38,25 +40,27 @@ if [ -z "$ferry" ]; then
     ninja -C "$build" src/ferry src/ferry-nbd-stream.so > /dev/null   # the stream mode is the module
     ferry=$build/src/ferry
 fi
-export FERRY=$ferry
+FERRY=$(realpath "$ferry")   # the ssh host runs it through a symlink
+export FERRY
 set +u
 . "$top/tests/lib.sh"
 . "$top/tests/lib-sshd.sh"
 set -u
 need nbdkit nbdcopy /usr/bin/time cc python3 sha256sum
 
-G=$((1024 * 1024 * 1024))
+size_bytes=$(numfmt --from=iec "$size") || { echo "bench: not a size: '$size'" >&2; exit 2; }
+half=$((size_bytes / 2))
 serve () {  # NAME ARGS...
     local name=$1; shift
     bg nbdkit -f -U "$T/$name.sock" "$@"
     wait_for_socket "$T/$name.sock"
 }
 uri () { echo "nbd+unix:///?socket=$T/$1.sock"; }
-serve sparse sparse-random size=2G seed=1 percent=10
-serve dense pattern size=2G
-serve quarter sparse-random size=1G seed=2 percent=25
-serve dst memory size=2G
-serve dst1g memory size=1G
+serve sparse sparse-random size="$size_bytes" seed=1 percent=10
+serve dense pattern size="$size_bytes"
+serve quarter sparse-random size="$half" seed=2 percent=25
+serve dst memory size="$size_bytes"
+serve dst1g memory size="$half"
 
 mkdir "$T/bin"
 ln -s "$FERRY" "$T/bin/ferry"
@@ -109,6 +113,7 @@ for round in $(seq "$rounds"); do
     run sparse-ferry "$TIME -o $T/t.sparse.send $F -v --nbd-send='$(uri sparse)' 2>$T/sparse.send.v | $TIME -o $T/t.sparse.recv $F --nbd-receive='$(uri dst)'"
     run sparse-nbdcopy "nbdcopy '$(uri sparse)' - | nbdcopy - '$(uri dst)'"
     run dense-ferry "$TIME -o $T/t.dense.send $F --nbd-send='$(uri dense)' | $TIME -o $T/t.dense.recv $F --nbd-receive='$(uri dst)'"
+    run dense-noverify "$TIME -o $T/t.noverify.send $F --no-verify --nbd-send='$(uri dense)' | $TIME -o $T/t.noverify.recv $F --no-verify --nbd-receive='$(uri dst)'"
     run dense-nbdcopy "nbdcopy '$(uri dense)' - | nbdcopy - '$(uri dst)'"
     run dense-direct "nbdcopy '$(uri dense)' '$(uri dst)'"
     run ssh-ferry "$F --nbd-send='$(uri quarter)' | $SSH_CMD -p $delay_port 127.0.0.1 \"ferry --nbd-receive='$(uri dst1g)'\""
@@ -121,9 +126,11 @@ for round in $(seq "$rounds"); do
 done
 rm -rf "$shm"
 
-python3 - "$T" "$delay_ms" "$ferry_base" <<'PY'
+python3 - "$T" "$delay_ms" "$ferry_base" "$size_bytes" <<'PY'
 import statistics, sys, re
-T, delay, base = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+T, delay, base, size = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+gib = size / 2**30
+text = lambda b: f"{b / 2**30:g} GiB" if b >= 2**30 else f"{b / 2**20:g} MiB"
 def med(name):
     return statistics.median(float(x) for x in open(f"{T}/r.{name}"))
 def times(name):
@@ -132,12 +139,13 @@ def times(name):
 v = open(f"{T}/sparse.send.v").read()
 data = int(re.search(r" data=(\d+)", v).group(1)); wire = int(re.search(r" wire=(\d+)", v).group(1))
 rows = [
-    ("2 GiB, 10% data, through a pipe", "sparse-ferry", "sparse-nbdcopy", "nbdcopy SRC - \\| nbdcopy - DST", ">= 5x"),
-    ("2 GiB dense pattern, through a pipe", "dense-ferry", "dense-nbdcopy", "nbdcopy SRC - \\| nbdcopy - DST", ">= 1.3x"),
-    ("the same, as a ceiling", "dense-ferry", "dense-direct", "nbdcopy SRC DST", ">= 0.8x"),
-    (f"1 GiB, 25% data, ssh, {2 * delay} ms RTT", "ssh-ferry", "ssh-nbdcopy", "nbdcopy pair through ssh", ">= 3x"),
-    ("--nbd-digest, dense 2 GiB", "digest-dense-ferry", "digest-dense-sha", "sha256sum (tmpfs)", ">= 4x"),
-    ("--nbd-digest, 10% data 2 GiB", "digest-sparse-ferry", "digest-sparse-sha", "sha256sum (tmpfs)", ">= 20x"),
+    (f"{text(size)}, 10% data, through a pipe", "sparse-ferry", "sparse-nbdcopy", "nbdcopy SRC - \\| nbdcopy - DST", ">= 5x"),
+    (f"{text(size)} dense pattern, through a pipe", "dense-ferry", "dense-nbdcopy", "nbdcopy SRC - \\| nbdcopy - DST", ">= 1.3x"),
+    ("the same, --no-verify, as a ceiling", "dense-noverify", "dense-direct", "nbdcopy SRC DST", ">= 0.8x"),
+    ("the same, verified, as a ceiling", "dense-ferry", "dense-direct", "nbdcopy SRC DST", "-"),
+    (f"{text(size // 2)}, 25% data, ssh, {2 * delay} ms RTT", "ssh-ferry", "ssh-nbdcopy", "nbdcopy pair through ssh", ">= 3x"),
+    (f"--nbd-digest, dense {text(size)}", "digest-dense-ferry", "digest-dense-sha", "sha256sum (tmpfs)", ">= 4x"),
+    (f"--nbd-digest, 10% data {text(size)}", "digest-sparse-ferry", "digest-sparse-sha", "sha256sum (tmpfs)", ">= 20x"),
 ]
 n = len(open(f"{T}/r.sparse-ferry").readlines())
 print(f"bench/nbd-stream.sh: {n} interleaved rounds, median seconds")
@@ -146,8 +154,8 @@ print("|---|---|---|---|---|---|")
 for title, a, b, against, target in rows:
     print(f"| {title} | {med(a):.2f} | {against} | {med(b):.2f} | {med(b) / med(a):.2f}x | {target} |")
 print(f"| reference: nbdcopy through ferry's NBD tunnel over the same ssh | | | {med('ssh-tunnel'):.2f} | | |")
-print(f"wire bytes / data bytes (sparse): {wire / data:.4f} ({wire} / {data})")
-for name, gib in (("sparse", 2), ("dense", 2)):
+print(f"wire bytes / data bytes (sparse): {wire / data if data else float('nan'):.4f} ({wire} / {data})")
+for name in ("sparse", "dense", "noverify"):
     for side in ("send", "recv"):
         cpu, rss = times(f"{name}.{side}")
         print(f"{name} {side}: {cpu / gib:.2f} CPU s/GiB, peak RSS {rss / 1024:.1f} MiB")
