@@ -1,30 +1,35 @@
-/* ferry: the "nc" personality, netcat-openbsd's command line for the
- * options tunnels use.  Differences from netcat-openbsd, all on purpose:
+/* ferry: the "nc" personality, netcat-openbsd 1.219's command line.  Every
+ * option it has either works as netcat's (tests/nc-differential.sh runs
+ * both) or is refused: "nc: -X is not supported by ferry's nc", exit 2.
+ * Differences from netcat-openbsd, all on purpose:
  *
- *  - stdin EOF always half-closes the socket (-N is accepted and is the
- *    default): a tunnel must end when its client goes away, and libvirt
- *    runs "nc -q0" or plain "nc" expecting exactly that.
- *  - End of stream otherwise as netcat-openbsd 1.219: as a client, stdin
- *    is still sent after the network's EOF (until a peer gone completely:
- *    see relay.h); with -l, the client's EOF ends the relay.
- *  - -q SECS bounds how long the reply may keep coming after stdin EOF, but
- *    bytes already read are delivered, even with -q0; without -q the reply
- *    is relayed until the socket's EOF.
- *  - -v prints ferry's per-direction statistics at exit; with -z it prints
- *    netcat's "Connection to HOST PORT port [tcp/NAME] succeeded!".
- *  - Errors are always one line on stderr; the exit code is 0 or 1.  A
- *    peer that goes away before taking everything makes netcat exit 0
- *    silently; this nc names the count of bytes lost and exits 1. */
+ *  - stdin EOF always half-closes the socket (-N is the default): a
+ *    tunnel must end when its client goes away.
+ *  - A peer that goes away before taking everything makes netcat exit 0
+ *    silently; this nc names the count of bytes lost and exits 1.
+ *  - A connect that fails prints one line without -v too; -v prints
+ *    ferry's statistics at exit (with -z, netcat's lines).
+ *
+ * netcat-openbsd's own rules, kept: -q SECS (any SECS >= 0) is -N, and
+ * once the relay is over, waits SECS more with the socket closed, exit 0;
+ * it never cuts the reply.  -w SECS bounds the connect and, after stdin
+ * EOF, the time the socket may stay silent (then exit 0).  As a client,
+ * stdin is still sent after the network's EOF; with -l, the client's EOF
+ * ends the relay. */
 #include <config.h>
 
 #include "compat.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,13 +37,18 @@
 #include <unistd.h>
 
 #include "address.h"
+#include "connect.h"
 #include "error.h"
+#include "exit-codes.h"
 #include "message.h"
 #include "run.h"
 
 static const char usage_text[] =
-  "usage: nc [-46dhklNUvz] [-q seconds] [-w timeout] [destination] [port]\n"
-  "       nc -U [-dhklNvz] [-q seconds] [-w timeout] path\n";
+  "usage: nc [-46CDdFhklNnrStUuvZz] [-I length] [-i interval] [-M ttl]\n"
+  "\t  [-m minttl] [-O length] [-P proxy_username] [-p source_port]\n"
+  "\t  [-q seconds] [-s sourceaddr] [-T keyword] [-V rtable] [-W recvlimit]\n"
+  "\t  [-w timeout] [-X proxy_protocol] [-x proxy_address[:port]]\n"
+  "\t  [destination] [port]\n";
 
 static int
 usage (void)
@@ -49,14 +59,14 @@ usage (void)
 
 /* netcat's strtonum() checks, with its messages ("quit timer invalid: x"). */
 static bool
-parse_int (const char *what, const char *text, int min, int *out)
+parse_int (const char *what, const char *text, long min, long max, int *out)
 {
   char *end;
   long n;
 
   errno = 0;
   n = strtol (text, &end, 10);
-  if (end == text || *end != '\0' || errno == ERANGE || n < min || n > INT_MAX) {
+  if (end == text || *end != '\0' || errno == ERANGE || n < min || n > max) {
     ferry_error ("%s %s: %s", what,
                  end == text || *end != '\0' ? "invalid" : n < min ? "too small" : "too large",
                  text);
@@ -66,10 +76,140 @@ parse_int (const char *what, const char *text, int min, int *out)
   return true;
 }
 
-/* -z: connect and close at once. */
+/* -T: netcat's keywords, a 0x number or a decimal one. */
+static bool
+parse_tos (const char *text, int *out)
+{
+  static const struct { const char *name; int value; } keywords[] = {
+    { "af11", 0x28 }, { "af12", 0x30 }, { "af13", 0x38 }, { "af21", 0x48 },
+    { "af22", 0x50 }, { "af23", 0x58 }, { "af31", 0x68 }, { "af32", 0x70 },
+    { "af33", 0x78 }, { "af41", 0x88 }, { "af42", 0x90 }, { "af43", 0x98 },
+    { "critical", IPTOS_PREC_CRITIC_ECP }, { "cs0", 0x00 }, { "cs1", 0x20 },
+    { "cs2", 0x40 }, { "cs3", 0x60 }, { "cs4", 0x80 }, { "cs5", 0xa0 },
+    { "cs6", 0xc0 }, { "cs7", 0xe0 }, { "ef", 0xb8 },
+    { "inetcontrol", IPTOS_PREC_INTERNETCONTROL }, { "lowcost", IPTOS_LOWCOST },
+    { "lowdelay", IPTOS_LOWDELAY }, { "netcontrol", IPTOS_PREC_NETCONTROL },
+    { "reliability", IPTOS_RELIABILITY }, { "throughput", IPTOS_THROUGHPUT },
+  };
+  char *end;
+  long n;
+
+  for (size_t i = 0; i < G_N_ELEMENTS (keywords); i++)
+    if (strcmp (text, keywords[i].name) == 0) {
+      *out = keywords[i].value;
+      return true;
+    }
+  errno = 0;
+  n = strtol (text, &end, strncmp (text, "0x", 2) == 0 ? 16 : 10);
+  if (end == text || *end != '\0' || errno != 0 || n < 0 || n > 255) {
+    ferry_error ("illegal tos value %s", text);
+    return false;
+  }
+  *out = (int) n;
+  return true;
+}
+
+/* netcat's build_ports(): service names, LO-HI ranges and single ports,
+ * as numbers.  NULL after the message. */
+static GArray *
+parse_ports (char **args, int n)
+{
+  g_autoptr (GArray) ports = g_array_new (FALSE, FALSE, sizeof (int));
+
+  for (int i = 0; i < n; i++) {
+    struct servent *sv = getservbyname (args[i], "tcp");
+    g_autofree char *lo_text = g_strdup (args[i]);
+    char *hi_text = isdigit ((unsigned char) *lo_text) ? strchr (lo_text, '-') : NULL;
+    int lo, hi;
+
+    if (sv) {
+      lo = hi = ntohs (sv->s_port);
+    } else {
+      if (hi_text)
+        *hi_text++ = '\0';
+      if ((hi_text && !parse_int ("port number", hi_text, 1, 65535, &hi)) ||
+          !parse_int ("port number", lo_text, 1, 65535, &lo))
+        return NULL;
+      if (!hi_text)
+        hi = lo;
+    }
+    for (int p = MIN (lo, hi); p <= MAX (lo, hi); p++)
+      g_array_append_val (ports, p);
+  }
+  return g_steal_pointer (&ports);
+}
+
+/* What nc's flags say, beside the options they set. */
+struct nc_flags {
+  bool unix_socket;           /* -U: the argument is a UNIX socket's path */
+  bool no_stdin;              /* -d: read nothing from stdin */
+  bool zero_io;               /* -z: connect and close at once */
+  bool verbose;               /* -v */
+  bool numeric;               /* -n: no name or service look-ups */
+  bool crlf;                  /* -C: send each "\n" as "\r\n" */
+  bool shutdown_asked;        /* -N or -q SECS >= 0 (matters with -d) */
+  int quit_seconds;           /* -q: the wait after the end; -1: none */
+};
+
+/* -z, or a TCP connect that reports as netcat's remote_connect(): each
+ * address of @host in turn; under -v a line per failure and one for the
+ * success.  Returns 0 if some port took the connection, else 1. */
 static int
-scan (const struct ferry_options *options, const char *host, const char *port,
-      bool verbose)
+scan_tcp (const struct ferry_options *options, const struct nc_flags *flags,
+          const char *host, GArray *ports)
+{
+  struct addrinfo hints = {
+    .ai_family = options->connect.family,
+    .ai_socktype = SOCK_STREAM,
+    .ai_protocol = IPPROTO_TCP,
+    .ai_flags = flags->numeric ? AI_NUMERICHOST : 0,
+  };
+  int rc = 1;
+
+  for (guint i = 0; i < ports->len; i++) {
+    g_autofree char *port = g_strdup_printf ("%d", g_array_index (ports, int, i));
+    struct addrinfo *list = NULL;
+    char ip[NI_MAXHOST] = "";
+    int r = getaddrinfo (host, port, &hints, &list), fd = -1;
+
+    if (r != 0) {
+      ferry_error ("getaddrinfo for host \"%s\" port %s: %s", host, port, gai_strerror (r));
+      return 1;
+    }
+    for (struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
+      getnameinfo (ai->ai_addr, ai->ai_addrlen, ip, sizeof ip, NULL, 0, NI_NUMERICHOST);
+      fd = connect_tcp_addrinfo (ai, &options->connect);
+      if (fd < 0 && flags->verbose) {
+        bool timeout = errno == ETIMEDOUT;
+        g_autofree char *ip_part = flags->numeric || strcmp (host, ip) == 0 ? g_strdup ("")
+                                   : g_strdup_printf (" (%s)", ip);
+
+        ferry_error ("connect to %s%s port %s (tcp) %s: %s", host, ip_part, port,
+                     timeout ? "timed out" : "failed",
+                     g_strerror (timeout ? EINPROGRESS : errno));
+      }
+    }
+    freeaddrinfo (list);
+    if (fd < 0)
+      continue;
+    close (fd);
+    rc = 0;
+    if (flags->verbose) {
+      struct servent *sv = flags->numeric ? NULL : getservbyport (htons (atoi (port)), "tcp");
+
+      fprintf (stderr, "Connection to %s%s%s%s %s port [tcp/%s] succeeded!\n", host,
+               flags->numeric || strcmp (host, ip) == 0 ? "" : " (",
+               flags->numeric || strcmp (host, ip) == 0 ? "" : ip,
+               flags->numeric || strcmp (host, ip) == 0 ? "" : ")",
+               port, sv ? sv->s_name : "*");
+    }
+  }
+  return rc;
+}
+
+/* -z -U: connect and close. */
+static int
+scan_unix (const struct ferry_options *options)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (FerryAddress) address = address_parse (options->address, &error);
@@ -81,71 +221,78 @@ scan (const struct ferry_options *options, const char *host, const char *port,
     ferry_error ("%s", error->message);
     return 1;
   }
-  if (verbose && host) {
-    struct servent *sv = getservbyport (htons (atoi (port)), "tcp");
-    fprintf (stderr, "Connection to %s %s port [tcp/%s] succeeded!\n",
-             host, port, sv ? sv->s_name : "*");
-  }
   return 0;
 }
-
-/* What nc's flags say, beside the options they set. */
-struct nc_flags {
-  bool unix_socket;           /* -U: the argument is a UNIX socket's path */
-  bool no_stdin;              /* -d: read nothing from stdin */
-  bool zero_io;               /* -z: connect and close at once */
-  bool verbose;               /* -v */
-};
 
 /* netcat-openbsd's flags into @options and @flags; returns -1, or the exit
  * code when there is nothing to run (-h, a bad flag). */
 static int
 parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_flags *flags)
 {
-  int c, seconds;
+  int c, n;
 
   opterr = 0;
   optind = 1;
-  while ((c = getopt (argc, argv, ":46dhklNq:Uvw:z")) != -1) {
+  while ((c = getopt (argc, argv, ":46bCDdFhI:i:klM:m:NnO:p:q:rSs:T:tUV:vW:w:Zz")) != -1) {
     switch (c) {
     case '4': options->connect.family = AF_INET; break;
     case '6': options->connect.family = AF_INET6; break;
+    case 'C': flags->crlf = true; break;
+    case 'D': options->connect.so_debug = true; break;
     case 'd': flags->no_stdin = true; break;
     case 'k': options->keep_listening = true; break;
     case 'l': options->listen = true; break;
-    case 'N': break;          /* the default, see above */
+    case 'N': flags->shutdown_asked = true; break;
+    case 'n': flags->numeric = true; break;
+    case 'p': options->connect.bind_port = optarg; break;
+    case 's': options->connect.bind_host = optarg; break;
     case 'U': flags->unix_socket = true; break;
     case 'v': flags->verbose = true; break;
     case 'z': flags->zero_io = true; break;
-    case 'q':
-      if (!parse_int ("quit timer", optarg, INT_MIN, &seconds))
+    case 'I':
+    case 'O':
+      if (!parse_int (c == 'I' ? "TCP receive window" : "TCP send window", optarg, 1,
+                      65536 << 14, &n))
         return 1;
-      options->relay.bound_eof_wait = seconds >= 0;
-      options->relay.eof_wait = seconds >= 0 ? (unsigned) seconds : 0;
+      *(c == 'I' ? &options->connect.rcvbuf : &options->connect.sndbuf) = (size_t) n;
+      break;
+    case 'q':
+      if (!parse_int ("quit timer", optarg, INT_MIN, INT_MAX, &flags->quit_seconds))
+        return 1;
+      flags->shutdown_asked |= flags->quit_seconds >= 0;
+      break;
+    case 'T':
+      if (!parse_tos (optarg, &options->connect.tos))
+        return 1;
       break;
     case 'w':
-      if (!parse_int ("timeout", optarg, 0, &seconds))
+      if (!parse_int ("timeout", optarg, 0, INT_MAX / 1000, &n))
         return 1;
-      options->connect.timeout = options->relay.idle_timeout = (unsigned) seconds;
+      options->connect.timeout = options->relay.half_close_timeout = (unsigned) n;
       break;
     case 'h':
-      fputs ("ferry " PACKAGE_VERSION " as nc (the netcat-openbsd options tunnels use)\n",
-             stderr);
-      return usage ();
+      fputs ("ferry " PACKAGE_VERSION " as nc: netcat-openbsd 1.219's options "
+             "(ferry(1), PERSONALITIES)\n", stderr);
+      fputs (usage_text, stderr);
+      return 0;
     case ':':
       ferry_error ("option requires an argument -- '%c'", optopt);
       return usage ();
-    default:
+    case '?':
       ferry_error ("invalid option -- '%c'", optopt);
       return usage ();
+    default:                  /* -b -F -i -M -m -r -S -t -V -W -Z */
+      ferry_error ("-%c is not supported by ferry's nc", c);
+      return FERRY_EXIT_NC_UNSUPPORTED;
     }
   }
   return -1;
 }
 
-/* -d: nothing is read, so nothing ends: the socket is not half-closed. */
+/* -d: stdin reads as empty.  netcat then half-closes at once only with -N
+ * or -q. */
 static bool
-stdin_from_dev_null (struct ferry_options *options)
+stdin_from_dev_null (struct ferry_options *options, const struct nc_flags *flags)
 {
   int devnull = open ("/dev/null", O_RDONLY | O_CLOEXEC);
 
@@ -155,8 +302,76 @@ stdin_from_dev_null (struct ferry_options *options)
   }
   if (devnull != STDIN_FILENO)
     close (devnull);
-  options->relay.half_close = false;
-  options->relay.bound_eof_wait = false;
+  options->relay.half_close = flags->shutdown_asked;
+  return true;
+}
+
+/* -C: the real stdin, and the pipe that stands for it. */
+struct crlf_fds {
+  int in;                     /* the real stdin, moved */
+  int out;                    /* the pipe's write end */
+};
+
+/* -C: @data's (a crlf_fds) bytes with each "\n" not after "\r" as "\r\n"
+ * (netcat's drainbuf()).  A read error is reported; the relay sees EOF. */
+static gpointer
+crlf_copy (gpointer data)
+{
+  g_autofree struct crlf_fds *fds = data;
+  int in = fds->in, out = fds->out;
+  char buf[16384], crlf[2 * sizeof buf];
+  bool after_cr = false;
+  ssize_t n;
+
+  while ((n = read (in, buf, sizeof buf)) != 0) {
+    size_t len = 0;
+
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      ferry_error ("cannot read stdin: %s", g_strerror (errno));
+      break;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+      if (buf[i] == '\n' && !after_cr)
+        crlf[len++] = '\r';
+      crlf[len++] = buf[i];
+      after_cr = buf[i] == '\r';
+    }
+    for (size_t done = 0; done < len;) {
+      ssize_t w = write (out, crlf + done, len - done);
+
+      if (w < 0 && errno != EINTR)
+        goto out;             /* the relay is over: nothing takes more */
+      done += w > 0 ? (size_t) w : 0;
+    }
+  }
+out:
+  close (out);
+  return NULL;
+}
+
+/* -C: stdin becomes a pipe that crlf_copy() fills from the real stdin.
+ * Its thread takes no signals. */
+static bool
+stdin_through_crlf (void)
+{
+  struct crlf_fds *fds = g_new (struct crlf_fds, 1);
+  int pipe_fds[2];
+  sigset_t all, old;
+
+  if ((fds->in = fcntl (STDIN_FILENO, F_DUPFD_CLOEXEC, 3)) < 0 ||
+      pipe2 (pipe_fds, O_CLOEXEC) < 0 || dup2 (pipe_fds[0], STDIN_FILENO) < 0) {
+    ferry_error ("cannot set up -C: %s", g_strerror (errno));
+    g_free (fds);
+    return false;
+  }
+  close (pipe_fds[0]);
+  fds->out = pipe_fds[1];
+  sigfillset (&all);
+  pthread_sigmask (SIG_SETMASK, &all, &old);
+  g_thread_unref (g_thread_new ("nc -C", crlf_copy, fds));
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
   return true;
 }
 
@@ -164,10 +379,12 @@ int
 compat_nc_main (int argc, char **argv)
 {
   struct ferry_options options;
-  struct nc_flags flags = { 0 };
+  struct nc_flags flags = { .quit_seconds = -1 };
   g_autofree char *address = NULL;
-  const char *host = NULL, *port = NULL;
-  int rc;
+  g_autoptr (GArray) ports = NULL;
+  const char *host = NULL;
+  char **port_args = NULL;
+  int n_ports = 0, rc;
 
   g_set_prgname ("nc");
   ferry_options_init (&options);
@@ -176,35 +393,79 @@ compat_nc_main (int argc, char **argv)
   argc -= optind;
   argv += optind;
 
-  if (options.keep_listening && !options.listen) {
-    ferry_error ("must use -l with -k");
-    return 1;
+  /* netcat's rules for the arguments, and its messages. */
+  if (argc == 0 && options.listen) {
+    host = options.connect.bind_host;
+    port_args = (char **) &options.connect.bind_port;
+    n_ports = options.connect.bind_port != NULL;
+  } else if (argc == 1 && !options.connect.bind_port && !options.connect.bind_host) {
+    if (flags.unix_socket)
+      host = argv[0];
+    else if (options.listen)
+      port_args = argv, n_ports = 1;
+  } else if (argc >= 2) {
+    if (options.listen && (options.connect.bind_port || options.connect.bind_host || argc > 2))
+      return usage ();
+    host = argv[0];
+    port_args = argv + 1, n_ports = argc - 1;
+  } else {
+    return usage ();
   }
   if (flags.unix_socket) {
-    if (argc != 1)
-      return argc == 2 ? (ferry_error ("cannot use port with -U"), 1) : usage ();
-    address = g_strconcat ("unix:", argv[0], NULL);
+    if (n_ports > 0)
+      return ferry_error ("cannot use port with -U"), 1;
+    if (host == NULL)
+      return ferry_error ("missing socket pathname"), 1;
+  } else if (n_ports == 0) {
+    return ferry_error ("missing port number"), 1;
+  }
+  if (options.listen && flags.zero_io)
+    return ferry_error ("cannot use -z and -l"), 1;
+  if (options.keep_listening && !options.listen)
+    return ferry_error ("must use -l with -k"), 1;
+
+  if (flags.unix_socket) {
+    address = g_strconcat ("unix:", host, NULL);
   } else {
-    if (argc == 2) {
-      host = argv[0];
-      port = argv[1];
-    } else if (argc == 1 && options.listen) {
-      host = options.connect.family == AF_INET6 ? "::" : "0.0.0.0";
-      port = argv[0];
-    } else {
-      return usage ();
+    if ((ports = parse_ports (port_args, n_ports)) == NULL)
+      return 1;
+    if (options.listen) {
+      /* The bind options name the listening address, not a source. */
+      options.connect.bind_host = options.connect.bind_port = NULL;
+      if (host == NULL)
+        host = options.connect.family == AF_INET6 ? "::" : "0.0.0.0";
+    } else if (flags.zero_io) {
+      return scan_tcp (&options, &flags, host, ports);
+    } else if (ports->len > 1) {
+      ferry_error ("several ports are not supported by ferry's nc without -z");
+      return FERRY_EXIT_NC_UNSUPPORTED;
     }
+    g_autofree char *port = g_strdup_printf ("%d", g_array_index (ports, int, 0));
+    struct addrinfo hints = { .ai_flags = AI_NUMERICHOST }, *list = NULL;
+    int r = flags.numeric ? getaddrinfo (host, port, &hints, &list) : 0;
+
+    if (r != 0)
+      return ferry_error ("getaddrinfo for host \"%s\" port %s: %s", host, port,
+                          gai_strerror (r)), 1;
+    if (list)
+      freeaddrinfo (list);
     address = address_tcp_text (host, port);
   }
   options.address = address;
-  options.relay.verbose = flags.verbose && !flags.zero_io;
+  options.relay.verbose = flags.verbose;
   /* netcat-openbsd 1.219 ends a listening relay at the client's EOF; as a
    * client it keeps sending stdin after the network's EOF. */
   options.relay.remote_eof_ends_local = options.listen;
 
-  if (flags.zero_io && !options.listen)
-    return scan (&options, flags.unix_socket ? NULL : host, port, flags.verbose);
-  if (flags.no_stdin && !stdin_from_dev_null (&options))
+  if (flags.zero_io)
+    return scan_unix (&options);
+  if (flags.no_stdin && !stdin_from_dev_null (&options, &flags))
     return 1;
-  return compat_exit_code (ferry_run (&options));
+  if (flags.crlf && !flags.no_stdin && !stdin_through_crlf ())
+    return 1;
+  rc = compat_exit_code (ferry_run (&options));
+  /* -q SECS: netcat closes the socket, then waits before it exits 0. */
+  if (rc == 0 && flags.quit_seconds > 0)
+    g_usleep ((gulong) flags.quit_seconds * G_USEC_PER_SEC);
+  return rc;
 }

@@ -35,8 +35,16 @@ socket_setup (int fd, const struct connect_options *opts)
     set_int_option (fd, SOL_SOCKET, SO_SNDBUF, (int) MIN (opts->unix_sndbuf, G_MAXINT / 2));
   if (opts->rcvbuf > 0)
     set_int_option (fd, SOL_SOCKET, SO_RCVBUF, (int) opts->rcvbuf);
+  if (opts->so_debug)
+    set_int_option (fd, SOL_SOCKET, SO_DEBUG, 1);
   if (!tcp)
     return;
+  if (opts->tos != 0) {
+    if (family == AF_INET)
+      set_int_option (fd, IPPROTO_IP, IP_TOS, opts->tos);
+    else
+      set_int_option (fd, IPPROTO_IPV6, IPV6_TCLASS, opts->tos);
+  }
   /* Small writes (NBD headers, RPC calls) must not wait for an ACK. */
   set_int_option (fd, IPPROTO_TCP, TCP_NODELAY, 1);
   if (opts->keepalive > 0) {
