@@ -147,7 +147,6 @@ struct nc_flags {
   bool verbose;               /* -v */
   bool numeric;               /* -n: no name or service look-ups */
   bool crlf;                  /* -C: send each "\n" as "\r\n" */
-  bool shutdown_asked;        /* -N or -q SECS >= 0 (matters with -d) */
   int quit_seconds;           /* -q: the wait after the end; -1: none */
 };
 
@@ -242,7 +241,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     case 'd': flags->no_stdin = true; break;
     case 'k': options->keep_listening = true; break;
     case 'l': options->listen = true; break;
-    case 'N': flags->shutdown_asked = true; break;
+    case 'N': break;          /* the default, see above */
     case 'n': flags->numeric = true; break;
     case 'p': options->connect.bind_port = optarg; break;
     case 's': options->connect.bind_host = optarg; break;
@@ -259,7 +258,6 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     case 'q':
       if (!parse_int ("quit timer", optarg, INT_MIN, INT_MAX, &flags->quit_seconds))
         return 1;
-      flags->shutdown_asked |= flags->quit_seconds >= 0;
       break;
     case 'T':
       if (!parse_tos (optarg, &options->connect.tos))
@@ -289,10 +287,10 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
   return -1;
 }
 
-/* -d: stdin reads as empty.  netcat then half-closes at once only with -N
- * or -q. */
+/* -d: nothing is read, so nothing ends: the socket is not half-closed, even
+ * with -N or -q, as netcat's. */
 static bool
-stdin_from_dev_null (struct ferry_options *options, const struct nc_flags *flags)
+stdin_from_dev_null (struct ferry_options *options)
 {
   int devnull = open ("/dev/null", O_RDONLY | O_CLOEXEC);
 
@@ -302,7 +300,7 @@ stdin_from_dev_null (struct ferry_options *options, const struct nc_flags *flags
   }
   if (devnull != STDIN_FILENO)
     close (devnull);
-  options->relay.half_close = flags->shutdown_asked;
+  options->relay.half_close = false;
   return true;
 }
 
@@ -459,7 +457,7 @@ compat_nc_main (int argc, char **argv)
 
   if (flags.zero_io)
     return scan_unix (&options);
-  if (flags.no_stdin && !stdin_from_dev_null (&options, &flags))
+  if (flags.no_stdin && !stdin_from_dev_null (&options))
     return 1;
   if (flags.crlf && !flags.no_stdin && !stdin_through_crlf ())
     return 1;

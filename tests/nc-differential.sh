@@ -169,6 +169,22 @@ open(sys.argv[3], "wb").write(got)' "$lport" "$T/down" "$T/l-$impl.got"
     done
 done
 
+# -l -k: one client after the other, each one's bytes on stdout.  (At the
+# SIGTERM that ends it, netcat exits 143; ferry exits 0 if nothing was lost.)
+for impl in netcat ferry; do
+    kport=$(free_port)
+    PATH="$T/$impl:$PATH" nc -l -k -p "$kport" < /dev/null > "$T/k-$impl.out" &
+    track $!
+    listener=$LAST_PID
+    wait_for_port "$kport"
+    for word in one two; do
+        echo "$word" | within 10 nc.openbsd -N 127.0.0.1 "$kport" || fail "$impl -l -k: client $word"
+    done
+    for _ in $(seq 100); do [ "$(wc -l < "$T/k-$impl.out")" = 2 ] && break; sleep 0.05; done
+    kill "$listener"; wait "$listener" 2>/dev/null || true
+    assert_eq "one two" "$(echo $(cat "$T/k-$impl.out"))" "$impl -l -k"
+done
+
 # -T, -I, -O, -D: the same socket options, as strace sees them set.
 if command -v strace >/dev/null; then
     for impl in netcat ferry; do
