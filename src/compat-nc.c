@@ -12,8 +12,8 @@
  *
  * netcat-openbsd's own rules, kept: -q SECS (any SECS >= 0) is -N, and
  * once the relay is over, waits SECS more with the socket closed, exit 0;
- * it never cuts the reply.  -w SECS bounds the connect and, after stdin
- * EOF, the time the socket may stay silent (then exit 0).  As a client,
+ * it never cuts the reply.  -w SECS bounds the connect and the time both
+ * directions may stay silent (then exit 0, as at EOF).  As a client,
  * stdin is still sent after the network's EOF; with -l, the client's EOF
  * ends the relay. */
 #include <config.h>
@@ -150,9 +150,16 @@ struct nc_flags {
   int quit_seconds;           /* -q: the wait after the end; -1: none */
 };
 
-/* -z, or a TCP connect that reports as netcat's remote_connect(): each
- * address of @host in turn; under -v a line per failure and one for the
- * success.  Returns 0 if some port took the connection, else 1. */
+/* netcat's " (IP)" after a host name, where it is not the address itself. */
+static char *
+ip_note (const char *host, const char *ip, bool numeric)
+{
+  return numeric || strcmp (host, ip) == 0 ? g_strdup ("") : g_strdup_printf (" (%s)", ip);
+}
+
+/* -z as netcat's remote_connect(): each address of @host in turn, for each
+ * port; under -v a line per failure and one per success.  Returns 0 if
+ * some port took the connection, else 1. */
 static int
 scan_tcp (const struct ferry_options *options, const struct nc_flags *flags,
           const char *host, GArray *ports)
@@ -179,13 +186,12 @@ scan_tcp (const struct ferry_options *options, const struct nc_flags *flags,
       getnameinfo (ai->ai_addr, ai->ai_addrlen, ip, sizeof ip, NULL, 0, NI_NUMERICHOST);
       fd = connect_tcp_addrinfo (ai, &options->connect);
       if (fd < 0 && flags->verbose) {
-        bool timeout = errno == ETIMEDOUT;
-        g_autofree char *ip_part = flags->numeric || strcmp (host, ip) == 0 ? g_strdup ("")
-                                   : g_strdup_printf (" (%s)", ip);
+        int err = errno;
+        g_autofree char *note = ip_note (host, ip, flags->numeric);
 
-        ferry_error ("connect to %s%s port %s (tcp) %s: %s", host, ip_part, port,
-                     timeout ? "timed out" : "failed",
-                     g_strerror (timeout ? EINPROGRESS : errno));
+        ferry_error ("connect to %s%s port %s (tcp) %s: %s", host, note, port,
+                     err == ETIMEDOUT ? "timed out" : "failed",
+                     g_strerror (err == ETIMEDOUT ? EINPROGRESS : err));
       }
     }
     freeaddrinfo (list);
@@ -195,12 +201,10 @@ scan_tcp (const struct ferry_options *options, const struct nc_flags *flags,
     rc = 0;
     if (flags->verbose) {
       struct servent *sv = flags->numeric ? NULL : getservbyport (htons (atoi (port)), "tcp");
+      g_autofree char *note = ip_note (host, ip, flags->numeric);
 
-      fprintf (stderr, "Connection to %s%s%s%s %s port [tcp/%s] succeeded!\n", host,
-               flags->numeric || strcmp (host, ip) == 0 ? "" : " (",
-               flags->numeric || strcmp (host, ip) == 0 ? "" : ip,
-               flags->numeric || strcmp (host, ip) == 0 ? "" : ")",
-               port, sv ? sv->s_name : "*");
+      fprintf (stderr, "Connection to %s%s %s port [tcp/%s] succeeded!\n", host, note, port,
+               sv ? sv->s_name : "*");
     }
   }
   return rc;
@@ -266,7 +270,8 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     case 'w':
       if (!parse_int ("timeout", optarg, 0, INT_MAX / 1000, &n))
         return 1;
-      options->connect.timeout = options->relay.half_close_timeout = (unsigned) n;
+      options->connect.timeout = options->relay.idle_timeout = (unsigned) n;
+      options->relay.idle_is_eof = true;
       break;
     case 'h':
       fputs ("ferry " PACKAGE_VERSION " as nc: netcat-openbsd 1.219's options "

@@ -104,12 +104,19 @@ same "-q1, server open 1 s after its reply" /dev/null -q1 -U "$T/late.sock"
 assert_eq late "$(cat "$T/ferry.out")" "-q1 late reply"
 secs_at_least "-q1 late reply" 2.4
 
-# -w1: after stdin EOF, a second of silence ends the relay: exit 0, no word.
+# -w1: a second without a byte either way ends the relay: exit 0, no
+# word; with stdin at EOF, and with stdin open.
 bg python3 "$PEER" "$T/idle.sock" late 0.2 30
 wait_for_socket "$T/idle.sock"
 same "-w1 idle" /dev/null -w1 -U "$T/idle.sock"
 assert_eq "0 late" "$(cat "$T/ferry.rc") $(cat "$T/ferry.out")" "-w1 idle"
 secs_at_least "-w1 idle" 1.1
+same "-w1 idle, stdin open" <(exec sleep 6) -w1 -U "$T/idle.sock"
+assert_eq "0 late" "$(cat "$T/ferry.rc") $(cat "$T/ferry.out")" "-w1 idle, stdin open"
+secs_at_least "-w1 idle, stdin open" 1.1
+for impl in netcat ferry; do
+    [ "$(echo "$(cat "$T/$impl.secs") < 5" | bc)" = 1 ] || fail "$impl -w1 waited for stdin's EOF"
+done
 
 # -C: "\n" goes as "\r\n", an "\r\n" stays.
 cport=$(free_port)

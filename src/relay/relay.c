@@ -608,6 +608,14 @@ on_idle_check (gpointer data)
     g_source_set_ready_time (relay->idle_timer, deadline);
     return G_SOURCE_CONTINUE;
   }
+  if (relay->config.idle_is_eof && buffer_is_empty (relay->up.buf) &&
+      buffer_is_empty (relay->down.buf)) {
+    relay->up.src_done = relay->down.src_done = true;
+    pump_flush (&relay->up);
+    pump_flush (&relay->down);
+    relay_settle (relay);
+    return G_SOURCE_CONTINUE;
+  }
   g_autofree char *why = g_strdup_printf ("no traffic for %u s, giving up",
                                           relay->config.idle_timeout);
   relay_abandon (relay, why, FERRY_EXIT_TIMEOUT);

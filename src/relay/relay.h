@@ -47,6 +47,8 @@ struct relay_config {
   bool half_close;            /* shutdown(SHUT_WR) remote after local EOF */
   bool splice;                /* move bytes with splice(2) where both ends allow */
   unsigned idle_timeout;      /* seconds without traffic before giving up; 0 = never */
+  bool idle_is_eof;           /* the idle timeout ends both directions as their
+                                 EOFs would: exit 0 if nothing is buffered (nc -w) */
   unsigned half_close_timeout;  /* once one direction is done, seconds the other
                                    may stay idle before it is ended too (exit 0
                                    if nothing is left undelivered); 0 = never */
