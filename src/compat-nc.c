@@ -378,6 +378,24 @@ stdin_through_crlf (void)
   return true;
 }
 
+/* -q SECS once the relay is over: netcat's alarm().  A stop signal ends the
+ * wait; nothing is left undelivered, so that is exit 0 too. */
+static void
+quit_wait (int seconds)
+{
+  static const int stops[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM };
+  struct timespec wait = { .tv_sec = seconds };
+  sigset_t set;
+
+  sigemptyset (&set);
+  for (size_t i = 0; i < G_N_ELEMENTS (stops); i++)
+    sigaddset (&set, stops[i]);
+  /* Blocked, they are queued even where ferry now ignores them. */
+  pthread_sigmask (SIG_BLOCK, &set, NULL);
+  while (sigtimedwait (&set, NULL, &wait) < 0 && errno == EINTR)
+    ;
+}
+
 int
 compat_nc_main (int argc, char **argv)
 {
@@ -469,6 +487,6 @@ compat_nc_main (int argc, char **argv)
   rc = compat_exit_code (ferry_run (&options));
   /* -q SECS: netcat closes the socket, then waits before it exits 0. */
   if (rc == 0 && flags.quit_seconds > 0)
-    g_usleep ((gulong) flags.quit_seconds * G_USEC_PER_SEC);
+    quit_wait (flags.quit_seconds);
   return rc;
 }

@@ -93,16 +93,29 @@ for i in 1 2 3 4 5; do
 done
 same "-q0 TCP echo" "$T/ping" -q0 127.0.0.1 "$open"
 
-# -q: the reply comes late and the server closes after a while; -q never
+# -q: the reply comes after 0.3 s and the server closes 0.5 s later; -q never
 # cuts it, and adds SECS after the end.  Stdin a pipe, then /dev/null.
-bg python3 "$PEER" "$T/late.sock" late 0.5 1
+bg python3 "$PEER" "$T/late.sock" late 0.3 0.5
 wait_for_socket "$T/late.sock"
 same "-q0 late reply" "$T/ping" -q0 -U "$T/late.sock"
 assert_eq late "$(cat "$T/ferry.out")" "-q0 late reply"
-secs_at_least "-q0 late reply" 1.4
+secs_at_least "-q0 late reply" 0.8
 same "-q1, server open 1 s after its reply" /dev/null -q1 -U "$T/late.sock"
 assert_eq late "$(cat "$T/ferry.out")" "-q1 late reply"
-secs_at_least "-q1 late reply" 2.4
+secs_at_least "-q1 late reply" 1.8
+
+# SIGTERM in -q5's wait ends it at once: netcat is killed (143); ferry,
+# with nothing undelivered, exits 0 (on purpose).
+for impl in netcat ferry; do
+    PATH="$T/$impl:$PATH" nc -q5 -U "$T/echo.sock" < /dev/null > /dev/null &
+    track $!
+    waiter=$LAST_PID
+    sleep 1
+    kill -TERM "$waiter"
+    rc=0; wait_exit 2 "$waiter" || rc=$?
+    echo "$rc" > "$T/$impl.rc"
+done
+assert_eq "143 0" "$(cat "$T/netcat.rc") $(cat "$T/ferry.rc")" "SIGTERM in -q5's wait"
 
 # -w1: a second without a byte either way ends the relay: exit 0, no
 # word; with stdin at EOF, and with stdin open.
