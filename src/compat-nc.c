@@ -292,6 +292,66 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
   return -1;
 }
 
+/* netcat's rules for the arguments after the flags, and its messages:
+ * *@host (a path with -U, NULL for a listener's wildcard) and the
+ * @n_ports port arguments at *@port_args.  Returns -1, or the exit code. */
+static int
+parse_arguments (int argc, char **argv, const struct ferry_options *options,
+                 const struct nc_flags *flags, const char **host, char ***port_args,
+                 int *n_ports)
+{
+  const struct connect_options *c = &options->connect;
+
+  if (argc == 0 && options->listen) {
+    *host = c->bind_host;
+    *port_args = (char **) &c->bind_port;
+    *n_ports = c->bind_port != NULL;
+  } else if (argc == 1 && !c->bind_port && !c->bind_host) {
+    if (flags->unix_socket)
+      *host = argv[0];
+    else if (options->listen)
+      *port_args = argv, *n_ports = 1;
+  } else if (argc >= 2) {
+    if (options->listen && (c->bind_port || c->bind_host || argc > 2))
+      return usage ();
+    *host = argv[0];
+    *port_args = argv + 1, *n_ports = argc - 1;
+  } else {
+    return usage ();
+  }
+  if (flags->unix_socket) {
+    if (*n_ports > 0)
+      return ferry_error ("cannot use port with -U"), 1;
+    if (*host == NULL)
+      return ferry_error ("missing socket pathname"), 1;
+  } else if (*n_ports == 0) {
+    return ferry_error ("missing port number"), 1;
+  }
+  if (options->listen && flags->zero_io)
+    return ferry_error ("cannot use -z and -l"), 1;
+  if (options->keep_listening && !options->listen)
+    return ferry_error ("must use -l with -k"), 1;
+  return -1;
+}
+
+/* The TCP address of @host and @port; with -n (@numeric) @host must be an
+ * address, as netcat's message says.  NULL after the message. */
+static char *
+tcp_address (const char *host, int port, bool numeric)
+{
+  g_autofree char *port_text = g_strdup_printf ("%d", port);
+  struct addrinfo hints = { .ai_flags = AI_NUMERICHOST }, *list = NULL;
+  int r = numeric ? getaddrinfo (host, port_text, &hints, &list) : 0;
+
+  if (list)
+    freeaddrinfo (list);
+  if (r != 0) {
+    ferry_error ("getaddrinfo for host \"%s\" port %s: %s", host, port_text, gai_strerror (r));
+    return NULL;
+  }
+  return address_tcp_text (host, port_text);
+}
+
 /* -d: nothing is read, so nothing ends: the socket is not half-closed, even
  * with -N or -q, as netcat's. */
 static bool
@@ -411,66 +471,27 @@ compat_nc_main (int argc, char **argv)
   ferry_options_init (&options);
   if ((rc = parse_flags (argc, argv, &options, &flags)) >= 0)
     return rc;
-  argc -= optind;
-  argv += optind;
-
-  /* netcat's rules for the arguments, and its messages. */
-  if (argc == 0 && options.listen) {
-    host = options.connect.bind_host;
-    port_args = (char **) &options.connect.bind_port;
-    n_ports = options.connect.bind_port != NULL;
-  } else if (argc == 1 && !options.connect.bind_port && !options.connect.bind_host) {
-    if (flags.unix_socket)
-      host = argv[0];
-    else if (options.listen)
-      port_args = argv, n_ports = 1;
-  } else if (argc >= 2) {
-    if (options.listen && (options.connect.bind_port || options.connect.bind_host || argc > 2))
-      return usage ();
-    host = argv[0];
-    port_args = argv + 1, n_ports = argc - 1;
-  } else {
-    return usage ();
-  }
-  if (flags.unix_socket) {
-    if (n_ports > 0)
-      return ferry_error ("cannot use port with -U"), 1;
-    if (host == NULL)
-      return ferry_error ("missing socket pathname"), 1;
-  } else if (n_ports == 0) {
-    return ferry_error ("missing port number"), 1;
-  }
-  if (options.listen && flags.zero_io)
-    return ferry_error ("cannot use -z and -l"), 1;
-  if (options.keep_listening && !options.listen)
-    return ferry_error ("must use -l with -k"), 1;
-
+  if ((rc = parse_arguments (argc - optind, argv + optind, &options, &flags, &host,
+                             &port_args, &n_ports)) >= 0)
+    return rc;
   if (flags.unix_socket) {
     address = g_strconcat ("unix:", host, NULL);
   } else {
     if ((ports = parse_ports (port_args, n_ports)) == NULL)
       return 1;
+    if (flags.zero_io)
+      return scan_tcp (&options, &flags, host, ports);
     if (options.listen) {
       /* The bind options name the listening address, not a source. */
       options.connect.bind_host = options.connect.bind_port = NULL;
       if (host == NULL)
         host = options.connect.family == AF_INET6 ? "::" : "0.0.0.0";
-    } else if (flags.zero_io) {
-      return scan_tcp (&options, &flags, host, ports);
     } else if (ports->len > 1) {
       ferry_error ("several ports are not supported by ferry's nc without -z");
       return FERRY_EXIT_NC_UNSUPPORTED;
     }
-    g_autofree char *port = g_strdup_printf ("%d", g_array_index (ports, int, 0));
-    struct addrinfo hints = { .ai_flags = AI_NUMERICHOST }, *list = NULL;
-    int r = flags.numeric ? getaddrinfo (host, port, &hints, &list) : 0;
-
-    if (r != 0)
-      return ferry_error ("getaddrinfo for host \"%s\" port %s: %s", host, port,
-                          gai_strerror (r)), 1;
-    if (list)
-      freeaddrinfo (list);
-    address = address_tcp_text (host, port);
+    if ((address = tcp_address (host, g_array_index (ports, int, 0), flags.numeric)) == NULL)
+      return 1;
   }
   options.address = address;
   options.relay.verbose = flags.verbose;
