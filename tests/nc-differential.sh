@@ -106,11 +106,18 @@ secs_at_least "-q1 late reply" 1.8
 
 # SIGTERM in -q5's wait ends it at once: netcat is killed (143); ferry,
 # with nothing undelivered, exits 0 (on purpose).
+bg python3 "$PEER" "$T/logged.sock" echo "$T/closed"
+wait_for_socket "$T/logged.sock"
 for impl in netcat ferry; do
-    PATH="$T/$impl:$PATH" nc -q5 -U "$T/echo.sock" < /dev/null > /dev/null &
+    : > "$T/closed"
+    PATH="$T/$impl:$PATH" nc -q5 -U "$T/logged.sock" < /dev/null > /dev/null &
     track $!
     waiter=$LAST_PID
-    sleep 1
+    # In the wait: the server closed, and nc's socket is gone.
+    for _ in $(seq 200); do
+        [ -s "$T/closed" ] && ! ls -l "/proc/$waiter/fd" 2>/dev/null | grep -q 'socket:' && break
+        sleep 0.05
+    done
     kill -TERM "$waiter"
     rc=0; wait_exit 2 "$waiter" || rc=$?
     echo "$rc" > "$T/$impl.rc"

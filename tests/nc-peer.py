@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # A TCP or UNIX listener for the nc tests: each connection is served in its
 # own process.  MODE:
-#   echo        send back what comes, close at EOF
+#   echo [LOG]  send back what comes, close at EOF (then add a line to LOG)
 #   late D H    after D s send "late\n", close H s later (what came is
 #               read, so the close is no reset)
 #   capture F   write what comes to F, close at EOF
@@ -28,6 +28,10 @@ while True:
     if mode == 'echo':
         while (b := c.recv(65536)):
             c.sendall(b)
+        c.close()
+        if args:
+            with open(args[0], 'a') as f:
+                f.write('closed\n')
     elif mode == 'late':
         time.sleep(float(args[0]))
         c.sendall(b'late\n')
