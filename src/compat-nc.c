@@ -57,23 +57,32 @@ usage (void)
   return 1;
 }
 
-/* netcat's strtonum() checks, with its messages ("quit timer invalid: x"). */
-static bool
-parse_int (const char *what, const char *text, long min, long max, int *out)
+/* netcat's strtonum(): NULL, or why @text is no number from @min to @max. */
+static const char *
+strtonum_error (const char *text, long min, long max, int *out)
 {
   char *end;
   long n;
 
   errno = 0;
   n = strtol (text, &end, 10);
-  if (end == text || *end != '\0' || errno == ERANGE || n < min || n > max) {
-    ferry_error ("%s %s: %s", what,
-                 end == text || *end != '\0' ? "invalid" : n < min ? "too small" : "too large",
-                 text);
-    return false;
-  }
+  if (end == text || *end != '\0')
+    return "invalid";
+  if (errno == ERANGE || n < min || n > max)
+    return n < min ? "too small" : "too large";
   *out = (int) n;
-  return true;
+  return NULL;
+}
+
+/* A number with netcat's message about it ("quit timer invalid: x"). */
+static bool
+parse_int (const char *what, const char *text, long min, long max, int *out)
+{
+  const char *why = strtonum_error (text, min, max, out);
+
+  if (why)
+    ferry_error ("%s %s: %s", what, why, text);
+  return why == NULL;
 }
 
 /* -T: netcat's keywords, a 0x number or a decimal one. */
@@ -232,6 +241,7 @@ scan_unix (const struct ferry_options *options)
 static int
 parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_flags *flags)
 {
+  const char *why;
   int c, n;
 
   opterr = 0;
@@ -259,6 +269,14 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
         return 1;
       *(c == 'I' ? &options->connect.rcvbuf : &options->connect.sndbuf) = (size_t) n;
       break;
+    case 'M':
+    case 'm':
+      if ((why = strtonum_error (optarg, 1, 255, c == 'M' ? &options->connect.ttl
+                                                          : &options->connect.min_ttl))) {
+        ferry_error ("%s is %s", c == 'M' ? "ttl" : "minttl", why);
+        return 1;
+      }
+      break;
     case 'q':
       if (!parse_int ("quit timer", optarg, INT_MIN, INT_MAX, &flags->quit_seconds))
         return 1;
@@ -284,7 +302,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     case '?':
       ferry_error ("invalid option -- '%c'", optopt);
       return usage ();
-    default:                  /* -b -F -i -M -m -r -S -t -V -W -Z */
+    default:                  /* -b -F -i -r -S -t -V -W -Z */
       ferry_error ("-%c is not supported by ferry's nc", c);
       return FERRY_EXIT_NC_UNSUPPORTED;
     }

@@ -41,7 +41,8 @@ secs_at_least () {
 for args in "-q" "-k localhost 1" "-q soon -U /x" "-w -1 -U /x" "-U" "-U /x 1" "-l" \
             "-z -l 1" "localhost" "-I 0 localhost 1" "-O 1073741825 localhost 1" \
             "-T bogus localhost 1" "127.0.0.1 99999" "127.0.0.1 nosuchsvc" \
-            "-z 127.0.0.1 0-1" "-n localhost 1" "-zn localhost 1" "-l -p 1 127.0.0.1 1"; do
+            "-z 127.0.0.1 0-1" "-n localhost 1" "-zn localhost 1" "-l -p 1 127.0.0.1 1" \
+            "-M 256 localhost 1" "-m x localhost 1"; do
     # shellcheck disable=SC2086
     same "nc $args" /dev/null $args
 done
@@ -56,7 +57,7 @@ done
 grep -q '^ferry .* as nc' "$T/ferry.err" || fail "ferry's -h does not name ferry"
 
 # Options netcat has and ferry's nc does not: refused, exit 2 (on purpose).
-for opt in -b -F -i1 -M1 -m1 -r -S -t -V1 -W1 -Z; do
+for opt in -b -F -i1 -r -S -t -V1 -W1 -Z; do
     run ferry /dev/null "$opt" 127.0.0.1 1
     assert_eq 2 "$(cat "$T/ferry.rc")" "nc $opt: exit code"
     assert_eq "nc: ${opt:0:2} is not supported by ferry's nc" "$(cat "$T/ferry.err")" "nc $opt"
@@ -212,16 +213,16 @@ for impl in netcat ferry; do
     assert_eq "one two" "$(echo $(cat "$T/k-$impl.out"))" "$impl -l -k"
 done
 
-# -T, -I, -O, -D: the same socket options, as strace sees them set.
+# -T, -I, -O, -D, -M, -m: the same socket options, as strace sees them set.
 if command -v strace >/dev/null; then
     for impl in netcat ferry; do
         PATH="$T/$impl:$PATH" within 10 strace -f -qq -e trace=setsockopt -o "$T/strace-$impl" \
-            nc -N -T af41 -I 65536 -O 32768 -D 127.0.0.1 "$open" < "$T/ping" > /dev/null ||
-            fail "$impl -T -I -O -D exited $?"
-        grep -oE '(IP_TOS|SO_RCVBUF|SO_SNDBUF|SO_DEBUG), \[[0-9]+\]' "$T/strace-$impl" | sort \
+            nc -N -T af41 -I 65536 -O 32768 -D -M 9 -m 2 127.0.0.1 "$open" < "$T/ping" > /dev/null ||
+            fail "$impl -T -I -O -D -M -m exited $?"
+        grep -oE '(IP_TOS|SO_RCVBUF|SO_SNDBUF|SO_DEBUG|IP_TTL|IP_MINTTL), \[[0-9]+\]' "$T/strace-$impl" | sort \
             > "$T/opts-$impl"
     done
     cmp -s "$T/opts-netcat" "$T/opts-ferry" ||
-        fail "-T -I -O -D: netcat set $(cat "$T/opts-netcat"), ferry $(cat "$T/opts-ferry")"
-    assert_eq 4 "$(wc -l < "$T/opts-ferry")" "-T -I -O -D: options set"
+        fail "-T -I -O -D -M -m: netcat set $(cat "$T/opts-netcat"), ferry $(cat "$T/opts-ferry")"
+    assert_eq 6 "$(wc -l < "$T/opts-ferry")" "-T -I -O -D -M -m: options set"
 fi

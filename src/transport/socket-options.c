@@ -26,6 +26,7 @@ socket_setup (int fd, const struct connect_options *opts)
   int family = getsockname (fd, (struct sockaddr *) &addr, &len) == 0 ? addr.ss_family
                                                                       : AF_UNSPEC;
   bool tcp = family == AF_INET || family == AF_INET6;
+  bool v4 = family == AF_INET;
 
   fcntl (fd, F_SETFD, FD_CLOEXEC);
   g_unix_set_fd_nonblocking (fd, TRUE, NULL);
@@ -39,12 +40,14 @@ socket_setup (int fd, const struct connect_options *opts)
     set_int_option (fd, SOL_SOCKET, SO_DEBUG, 1);
   if (!tcp)
     return;
-  if (opts->tos != 0) {
-    if (family == AF_INET)
-      set_int_option (fd, IPPROTO_IP, IP_TOS, opts->tos);
-    else
-      set_int_option (fd, IPPROTO_IPV6, IPV6_TCLASS, opts->tos);
-  }
+  if (opts->tos != 0)
+    set_int_option (fd, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_TOS : IPV6_TCLASS, opts->tos);
+  if (opts->ttl != 0)
+    set_int_option (fd, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_TTL : IPV6_UNICAST_HOPS,
+                    opts->ttl);
+  if (opts->min_ttl != 0)
+    set_int_option (fd, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_MINTTL : IPV6_MINHOPCOUNT,
+                    opts->min_ttl);
   /* Small writes (NBD headers, RPC calls) must not wait for an ACK. */
   set_int_option (fd, IPPROTO_TCP, TCP_NODELAY, 1);
   if (opts->keepalive > 0) {
