@@ -156,6 +156,7 @@ struct nc_flags {
   bool verbose;               /* -v */
   bool numeric;               /* -n: no name or service look-ups */
   bool crlf;                  /* -C: send each "\n" as "\r\n" */
+  bool pass_fd;               /* -F: pass the socket over stdout instead */
   int quit_seconds;           /* -q: the wait after the end; -1: none */
 };
 
@@ -166,12 +167,12 @@ ip_note (const char *host, const char *ip, bool numeric)
   return numeric || strcmp (host, ip) == 0 ? g_strdup ("") : g_strdup_printf (" (%s)", ip);
 }
 
-/* -z as netcat's remote_connect(): each address of @host in turn, for each
- * port; under -v a line per failure and one per success.  Returns 0 if
- * some port took the connection, else 1. */
+/* netcat's remote_connect(): each address of @host in turn, under -v a line
+ * for each failure.  Returns the connected fd, its address in @ip, or -1
+ * (-2 after a message that ends nc: no such host). */
 static int
-scan_tcp (const struct ferry_options *options, const struct nc_flags *flags,
-          const char *host, GArray *ports)
+connect_port (const struct ferry_options *options, const struct nc_flags *flags,
+              const char *host, const char *port, char ip[NI_MAXHOST])
 {
   struct addrinfo hints = {
     .ai_family = options->connect.family,
@@ -179,31 +180,44 @@ scan_tcp (const struct ferry_options *options, const struct nc_flags *flags,
     .ai_protocol = IPPROTO_TCP,
     .ai_flags = flags->numeric ? AI_NUMERICHOST : 0,
   };
+  struct addrinfo *list = NULL;
+  int r = getaddrinfo (host, port, &hints, &list), fd = -1;
+
+  if (r != 0) {
+    ferry_error ("getaddrinfo for host \"%s\" port %s: %s", host, port, gai_strerror (r));
+    return -2;
+  }
+  for (struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
+    getnameinfo (ai->ai_addr, ai->ai_addrlen, ip, NI_MAXHOST, NULL, 0, NI_NUMERICHOST);
+    fd = connect_tcp_addrinfo (ai, &options->connect);
+    if (fd < 0 && flags->verbose) {
+      int err = errno;
+      g_autofree char *note = ip_note (host, ip, flags->numeric);
+
+      ferry_error ("connect to %s%s port %s (tcp) %s: %s", host, note, port,
+                   err == ETIMEDOUT ? "timed out" : "failed",
+                   g_strerror (err == ETIMEDOUT ? EINPROGRESS : err));
+    }
+  }
+  freeaddrinfo (list);
+  return fd;
+}
+
+/* -z: connect to each port and close; under -v netcat's lines.  Returns 0
+ * if some port took the connection, else 1. */
+static int
+scan_tcp (const struct ferry_options *options, const struct nc_flags *flags,
+          const char *host, GArray *ports)
+{
   int rc = 1;
 
   for (guint i = 0; i < ports->len; i++) {
     g_autofree char *port = g_strdup_printf ("%d", g_array_index (ports, int, i));
-    struct addrinfo *list = NULL;
     char ip[NI_MAXHOST] = "";
-    int r = getaddrinfo (host, port, &hints, &list), fd = -1;
+    int fd = connect_port (options, flags, host, port, ip);
 
-    if (r != 0) {
-      ferry_error ("getaddrinfo for host \"%s\" port %s: %s", host, port, gai_strerror (r));
+    if (fd == -2)
       return 1;
-    }
-    for (struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
-      getnameinfo (ai->ai_addr, ai->ai_addrlen, ip, sizeof ip, NULL, 0, NI_NUMERICHOST);
-      fd = connect_tcp_addrinfo (ai, &options->connect);
-      if (fd < 0 && flags->verbose) {
-        int err = errno;
-        g_autofree char *note = ip_note (host, ip, flags->numeric);
-
-        ferry_error ("connect to %s%s port %s (tcp) %s: %s", host, note, port,
-                     err == ETIMEDOUT ? "timed out" : "failed",
-                     g_strerror (err == ETIMEDOUT ? EINPROGRESS : err));
-      }
-    }
-    freeaddrinfo (list);
     if (fd < 0)
       continue;
     close (fd);
@@ -217,6 +231,41 @@ scan_tcp (const struct ferry_options *options, const struct nc_flags *flags,
     }
   }
   return rc;
+}
+
+/* -F: connect, and pass the socket over stdout (a UNIX socket: ssh's
+ * ProxyUseFdpass), as netcat's fdpass().  Returns the exit code. */
+static int
+pass_fd (const struct ferry_options *options, const struct nc_flags *flags,
+         const char *host, int port)
+{
+  g_autofree char *port_text = g_strdup_printf ("%d", port);
+  char ip[NI_MAXHOST] = "", byte = '\0';
+  union { struct cmsghdr hdr; char buf[CMSG_SPACE (sizeof (int))]; } control = { 0 };
+  struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                        .msg_controllen = sizeof control.buf };
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
+  int fd;
+
+  if (isatty (STDOUT_FILENO))
+    return ferry_error ("Cannot pass file descriptor to tty"), 1;
+  if ((fd = connect_port (options, flags, host, port_text, ip)) < 0)
+    return 1;
+  cmsg->cmsg_len = CMSG_LEN (sizeof (int));
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  memcpy (CMSG_DATA (cmsg), &fd, sizeof fd);
+  while (sendmsg (STDOUT_FILENO, &msg, 0) < 0) {
+    if (errno != EINTR && errno != EAGAIN) {
+      ferry_error ("sendmsg: %s", g_strerror (errno));
+      return 1;
+    }
+    if (errno == EAGAIN)
+      g_usleep (10000);       /* stdout non-blocking and full: rare */
+  }
+  close (fd);
+  return 0;
 }
 
 /* -z -U: connect and close. */
@@ -252,6 +301,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     case '6': options->connect.family = AF_INET6; break;
     case 'C': flags->crlf = true; break;
     case 'D': options->connect.so_debug = true; break;
+    case 'F': flags->pass_fd = true; break;
     case 'd': flags->no_stdin = true; break;
     case 'k': options->keep_listening = true; break;
     case 'l': options->listen = true; break;
@@ -302,7 +352,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     case '?':
       ferry_error ("invalid option -- '%c'", optopt);
       return usage ();
-    default:                  /* -b -F -i -r -S -t -V -W -Z */
+    default:                  /* -b -i -r -S -t -V -W -Z */
       ferry_error ("-%c is not supported by ferry's nc", c);
       return FERRY_EXIT_NC_UNSUPPORTED;
     }
@@ -349,6 +399,8 @@ parse_arguments (int argc, char **argv, const struct ferry_options *options,
     return ferry_error ("cannot use -z and -l"), 1;
   if (options->keep_listening && !options->listen)
     return ferry_error ("must use -l with -k"), 1;
+  if (flags->unix_socket && flags->pass_fd)
+    return ferry_error ("cannot use -F and -U"), 1;
   return -1;
 }
 
@@ -499,14 +551,17 @@ compat_nc_main (int argc, char **argv)
       return 1;
     if (flags.zero_io)
       return scan_tcp (&options, &flags, host, ports);
+    if (!options.listen && ports->len > 1) {
+      ferry_error ("several ports are not supported by ferry's nc without -z");
+      return FERRY_EXIT_NC_UNSUPPORTED;
+    }
+    if (flags.pass_fd && !options.listen)
+      return pass_fd (&options, &flags, host, g_array_index (ports, int, 0));
     if (options.listen) {
       /* The bind options name the listening address, not a source. */
       options.connect.bind_host = options.connect.bind_port = NULL;
       if (host == NULL)
         host = options.connect.family == AF_INET6 ? "::" : "0.0.0.0";
-    } else if (ports->len > 1) {
-      ferry_error ("several ports are not supported by ferry's nc without -z");
-      return FERRY_EXIT_NC_UNSUPPORTED;
     }
     if ((address = tcp_address (host, g_array_index (ports, int, 0), flags.numeric)) == NULL)
       return 1;

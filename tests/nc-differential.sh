@@ -57,7 +57,7 @@ done
 grep -q '^ferry .* as nc' "$T/ferry.err" || fail "ferry's -h does not name ferry"
 
 # Options netcat has and ferry's nc does not: refused, exit 2 (on purpose).
-for opt in -b -F -i1 -r -S -t -V1 -W1 -Z; do
+for opt in -b -i1 -r -S -t -V1 -W1 -Z; do
     run ferry /dev/null "$opt" 127.0.0.1 1
     assert_eq 2 "$(cat "$T/ferry.rc")" "nc $opt: exit code"
     assert_eq "nc: ${opt:0:2} is not supported by ferry's nc" "$(cat "$T/ferry.err")" "nc $opt"
@@ -153,6 +153,28 @@ for impl in netcat ferry; do
 done
 cmp -s "$T/got-netcat" "$T/got-ferry" || fail "-C: netcat sent $(od -c "$T/got-netcat"), ferry $(od -c "$T/got-ferry")"
 assert_eq "$(printf 'a\r\nb\r\nc\r\n\r\nd' | od -c)" "$(od -c < "$T/got-ferry")" "-C bytes"
+
+# -F: the connected socket passed over stdout (ssh's ProxyUseFdpass); the
+# receiver talks over it to the echo server.  Stdout no socket: an error.
+for impl in netcat ferry; do
+    PATH="$T/$impl:$PATH" within 10 python3 -c '
+import array, socket, subprocess, sys
+a, b = socket.socketpair()
+nc = subprocess.Popen(["nc", "-F", "127.0.0.1", sys.argv[1]], stdout=b.fileno())
+b.close()
+byte, anc, _, _ = a.recvmsg(1, socket.CMSG_SPACE(4))
+fds = array.array("i")
+fds.frombytes(anc[0][2][:4])
+s = socket.socket(fileno=fds[0])
+s.setblocking(True)
+s.sendall(b"ping\n")
+s.shutdown(socket.SHUT_WR)
+print(repr(byte), s.recv(100), nc.wait())' "$open" > "$T/$impl.out" || fail "$impl -F: exited $?"
+done
+assert_eq "b'\\x00' b'ping\\n' 0" "$(cat "$T/ferry.out")" "-F: a byte, the echo, nc's exit code"
+cmp -s "$T/netcat.out" "$T/ferry.out" || fail "-F: netcat $(cat "$T/netcat.out"), ferry $(cat "$T/ferry.out")"
+same "-F to a file" /dev/null -F 127.0.0.1 "$open"
+same "-F -U" /dev/null -F -U "$T/echo.sock"
 
 # -p SOURCE_PORT and -s SOURCE_ADDR: the server sees them.
 pport=$(free_port)
