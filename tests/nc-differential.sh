@@ -151,7 +151,8 @@ for impl in netcat ferry; do
     for _ in $(seq 100); do [ -e "$T/got-$impl" ] && break; sleep 0.05; done
     kill "$server"; wait "$server" 2>/dev/null || true
 done
-cmp -s "$T/got-netcat" "$T/got-ferry" || fail "-C: netcat sent $(od -c "$T/got-netcat"), ferry $(od -c "$T/got-ferry")"
+cmp -s "$T/got-netcat" "$T/got-ferry" ||
+    fail "-C: netcat sent $(od -c "$T/got-netcat"), ferry $(od -c "$T/got-ferry")"
 assert_eq "$(printf 'a\r\nb\r\nc\r\n\r\nd' | od -c)" "$(od -c < "$T/got-ferry")" "-C bytes"
 
 # -F: the connected socket passed over stdout (ssh's ProxyUseFdpass); the
@@ -172,7 +173,8 @@ s.shutdown(socket.SHUT_WR)
 print(repr(byte), s.recv(100), nc.wait())' "$open" > "$T/$impl.out" || fail "$impl -F: exited $?"
 done
 assert_eq "b'\\x00' b'ping\\n' 0" "$(cat "$T/ferry.out")" "-F: a byte, the echo, nc's exit code"
-cmp -s "$T/netcat.out" "$T/ferry.out" || fail "-F: netcat $(cat "$T/netcat.out"), ferry $(cat "$T/ferry.out")"
+cmp -s "$T/netcat.out" "$T/ferry.out" ||
+    fail "-F: netcat $(cat "$T/netcat.out"), ferry $(cat "$T/ferry.out")"
 same "-F to a file" /dev/null -F 127.0.0.1 "$open"
 same "-F -U" /dev/null -F -U "$T/echo.sock"
 
@@ -188,7 +190,8 @@ done
 # A source address that is not ours: both exit 1; ferry names the connect.
 for impl in netcat ferry; do run "$impl" /dev/null -s 192.0.2.1 127.0.0.1 "$pport"; done
 assert_eq "1 1" "$(cat "$T/netcat.rc") $(cat "$T/ferry.rc")" "-s 192.0.2.1: exit codes"
-assert_eq "nc: bind failed: Cannot assign requested address" "$(cat "$T/netcat.err")" "netcat -s 192.0.2.1"
+assert_eq "nc: bind failed: Cannot assign requested address" "$(cat "$T/netcat.err")" \
+    "netcat -s 192.0.2.1"
 assert_eq "nc: cannot connect to 'tcp:127.0.0.1:$pport': Cannot assign requested address" \
     "$(cat "$T/ferry.err")" "ferry -s 192.0.2.1"
 
@@ -228,7 +231,8 @@ for impl in netcat ferry; do
     listener=$LAST_PID
     wait_for_port "$kport"
     for word in one two; do
-        echo "$word" | within 10 nc.openbsd -N 127.0.0.1 "$kport" || fail "$impl -l -k: client $word"
+        echo "$word" | within 10 nc.openbsd -N 127.0.0.1 "$kport" ||
+            fail "$impl -l -k: client $word"
     done
     for _ in $(seq 100); do [ "$(wc -l < "$T/k-$impl.out")" = 2 ] && break; sleep 0.05; done
     kill "$listener"; wait "$listener" 2>/dev/null || true
@@ -239,10 +243,11 @@ done
 if command -v strace >/dev/null; then
     for impl in netcat ferry; do
         PATH="$T/$impl:$PATH" within 10 strace -f -qq -e trace=setsockopt -o "$T/strace-$impl" \
-            nc -N -T af41 -I 65536 -O 32768 -D -M 9 -m 2 127.0.0.1 "$open" < "$T/ping" > /dev/null ||
+            nc -N -T af41 -I 65536 -O 32768 -D -M 9 -m 2 127.0.0.1 "$open" \
+            < "$T/ping" > /dev/null ||
             fail "$impl -T -I -O -D -M -m exited $?"
-        grep -oE '(IP_TOS|SO_RCVBUF|SO_SNDBUF|SO_DEBUG|IP_TTL|IP_MINTTL), \[[0-9]+\]' "$T/strace-$impl" | sort \
-            > "$T/opts-$impl"
+        grep -oE '(IP_TOS|SO_RCVBUF|SO_SNDBUF|SO_DEBUG|IP_TTL|IP_MINTTL), \[[0-9]+\]' \
+            "$T/strace-$impl" | sort > "$T/opts-$impl"
     done
     cmp -s "$T/opts-netcat" "$T/opts-ferry" ||
         fail "-T -I -O -D -M -m: netcat set $(cat "$T/opts-netcat"), ferry $(cat "$T/opts-ferry")"
