@@ -119,9 +119,10 @@ parse_tos (const char *text, int *out)
 }
 
 /* netcat's build_ports(): service names, LO-HI ranges and single ports,
- * as numbers.  NULL after the message. */
+ * as numbers, in random order with -r (@randomize).  NULL after the
+ * message. */
 static GArray *
-parse_ports (char **args, int n)
+parse_ports (char **args, int n, bool randomize)
 {
   g_autoptr (GArray) ports = g_array_new (FALSE, FALSE, sizeof (int));
 
@@ -145,6 +146,14 @@ parse_ports (char **args, int n)
     for (int p = MIN (lo, hi); p <= MAX (lo, hi); p++)
       g_array_append_val (ports, p);
   }
+  /* netcat's Fisher-Yates shuffle. */
+  for (guint i = ports->len; randomize && i > 1; i--) {
+    guint j = (guint) g_random_int_range (0, (gint32) i);
+    int p = g_array_index (ports, int, i - 1);
+
+    g_array_index (ports, int, i - 1) = g_array_index (ports, int, j);
+    g_array_index (ports, int, j) = p;
+  }
   return g_steal_pointer (&ports);
 }
 
@@ -156,6 +165,8 @@ struct nc_flags {
   bool verbose;               /* -v */
   bool numeric;               /* -n: no name or service look-ups */
   bool crlf;                  /* -C: send each "\n" as "\r\n" */
+  unsigned interval;          /* -i: seconds to wait after each line sent */
+  bool randomize;             /* -r: the ports in random order */
   bool pass_fd;               /* -F: pass the socket over stdout instead */
   int quit_seconds;           /* -q: the wait after the end; -1: none */
 };
@@ -307,6 +318,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     case 'l': options->listen = true; break;
     case 'N': break;          /* the default, see above */
     case 'n': flags->numeric = true; break;
+    case 'r': flags->randomize = true; break;
     case 'p': options->connect.bind_port = optarg; break;
     case 's': options->connect.bind_host = optarg; break;
     case 'U': flags->unix_socket = true; break;
@@ -326,6 +338,11 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
         ferry_error ("%s is %s", c == 'M' ? "ttl" : "minttl", why);
         return 1;
       }
+      break;
+    case 'i':
+      if (!parse_int ("interval", optarg, 0, INT_MAX, &n))
+        return 1;
+      flags->interval = (unsigned) n;
       break;
     case 'q':
       if (!parse_int ("quit timer", optarg, INT_MIN, INT_MAX, &flags->quit_seconds))
@@ -352,7 +369,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     case '?':
       ferry_error ("invalid option -- '%c'", optopt);
       return usage ();
-    default:                  /* -b -i -r -S -t -V -W -Z */
+    default:                  /* -b -S -t -V -W -Z */
       ferry_error ("-%c is not supported by ferry's nc", c);
       return FERRY_EXIT_NC_UNSUPPORTED;
     }
@@ -439,24 +456,42 @@ stdin_from_dev_null (struct ferry_options *options)
   return true;
 }
 
-/* -C: the real stdin, and the pipe that stands for it. */
-struct crlf_fds {
+/* -C and -i: the real stdin, the pipe that stands for it, and what to do
+ * on the way. */
+struct stdin_filter {
   int in;                     /* the real stdin, moved */
   int out;                    /* the pipe's write end */
+  bool crlf;                  /* -C */
+  unsigned interval;          /* -i: seconds to wait after each line; 0: none */
 };
 
-/* -C: @data's (a crlf_fds) bytes with each "\n" not after "\r" as "\r\n"
- * (netcat's drainbuf()).  A read error is reported; the relay sees EOF. */
-static gpointer
-crlf_copy (gpointer data)
+/* Write all of @buf to @fd; false once the relay takes no more. */
+static bool
+write_all (int fd, const char *buf, size_t len)
 {
-  g_autofree struct crlf_fds *fds = data;
-  int in = fds->in, out = fds->out;
-  char buf[16384], crlf[2 * sizeof buf];
+  while (len > 0) {
+    ssize_t w = write (fd, buf, len);
+
+    if (w < 0 && errno != EINTR)
+      return false;
+    buf += w > 0 ? w : 0;
+    len -= w > 0 ? (size_t) w : 0;
+  }
+  return true;
+}
+
+/* @data's (a stdin_filter's) stdin into its pipe, as netcat's drainbuf():
+ * with -C each "\n" not after "\r" as "\r\n"; with -i a wait after each
+ * line.  A read error is reported; the relay sees EOF. */
+static gpointer
+filter_stdin (gpointer data)
+{
+  g_autofree struct stdin_filter *f = data;
+  char buf[16384], line[2 * sizeof buf];
   bool after_cr = false;
   ssize_t n;
 
-  while ((n = read (in, buf, sizeof buf)) != 0) {
+  while ((n = read (f->in, buf, sizeof buf)) != 0) {
     size_t len = 0;
 
     if (n < 0 && errno == EINTR)
@@ -466,44 +501,47 @@ crlf_copy (gpointer data)
       break;
     }
     for (ssize_t i = 0; i < n; i++) {
-      if (buf[i] == '\n' && !after_cr)
-        crlf[len++] = '\r';
-      crlf[len++] = buf[i];
+      if (buf[i] == '\n' && f->crlf && !after_cr)
+        line[len++] = '\r';
+      line[len++] = buf[i];
       after_cr = buf[i] == '\r';
+      if (buf[i] == '\n' && f->interval > 0) {
+        if (!write_all (f->out, line, len))
+          goto out;
+        len = 0;
+        g_usleep ((gulong) f->interval * G_USEC_PER_SEC);
+      }
     }
-    for (size_t done = 0; done < len;) {
-      ssize_t w = write (out, crlf + done, len - done);
-
-      if (w < 0 && errno != EINTR)
-        goto out;             /* the relay is over: nothing takes more */
-      done += w > 0 ? (size_t) w : 0;
-    }
+    if (!write_all (f->out, line, len))
+      break;
   }
 out:
-  close (out);
+  close (f->out);
   return NULL;
 }
 
-/* -C: stdin becomes a pipe that crlf_copy() fills from the real stdin.
- * Its thread takes no signals. */
+/* -C, -i: stdin becomes a pipe that filter_stdin() fills from the real
+ * stdin.  Its thread takes no signals. */
 static bool
-stdin_through_crlf (void)
+filter_stdin_start (const struct nc_flags *flags)
 {
-  struct crlf_fds *fds = g_new (struct crlf_fds, 1);
+  struct stdin_filter *f = g_new (struct stdin_filter, 1);
   int pipe_fds[2];
   sigset_t all, old;
 
-  if ((fds->in = fcntl (STDIN_FILENO, F_DUPFD_CLOEXEC, 3)) < 0 ||
+  if ((f->in = fcntl (STDIN_FILENO, F_DUPFD_CLOEXEC, 3)) < 0 ||
       pipe2 (pipe_fds, O_CLOEXEC) < 0 || dup2 (pipe_fds[0], STDIN_FILENO) < 0) {
-    ferry_error ("cannot set up -C: %s", g_strerror (errno));
-    g_free (fds);
+    ferry_error ("cannot filter stdin: %s", g_strerror (errno));
+    g_free (f);
     return false;
   }
   close (pipe_fds[0]);
-  fds->out = pipe_fds[1];
+  f->out = pipe_fds[1];
+  f->crlf = flags->crlf;
+  f->interval = flags->interval;
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &old);
-  g_thread_unref (g_thread_new ("nc -C", crlf_copy, fds));
+  g_thread_unref (g_thread_new ("nc stdin", filter_stdin, f));
   pthread_sigmask (SIG_SETMASK, &old, NULL);
   return true;
 }
@@ -547,7 +585,7 @@ compat_nc_main (int argc, char **argv)
   if (flags.unix_socket) {
     address = g_strconcat ("unix:", host, NULL);
   } else {
-    if ((ports = parse_ports (port_args, n_ports)) == NULL)
+    if ((ports = parse_ports (port_args, n_ports, flags.randomize)) == NULL)
       return 1;
     if (flags.zero_io)
       return scan_tcp (&options, &flags, host, ports);
@@ -576,7 +614,7 @@ compat_nc_main (int argc, char **argv)
     return scan_unix (&options);
   if (flags.no_stdin && !stdin_from_dev_null (&options))
     return 1;
-  if (flags.crlf && !flags.no_stdin && !stdin_through_crlf ())
+  if ((flags.crlf || flags.interval > 0) && !flags.no_stdin && !filter_stdin_start (&flags))
     return 1;
   rc = compat_exit_code (ferry_run (&options));
   /* -q SECS: netcat closes the socket, then waits before it exits 0. */

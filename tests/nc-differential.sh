@@ -42,7 +42,7 @@ for args in "-q" "-k localhost 1" "-q soon -U /x" "-w -1 -U /x" "-U" "-U /x 1" "
             "-z -l 1" "localhost" "-I 0 localhost 1" "-O 1073741825 localhost 1" \
             "-T bogus localhost 1" "127.0.0.1 99999" "127.0.0.1 nosuchsvc" \
             "-z 127.0.0.1 0-1" "-n localhost 1" "-zn localhost 1" "-l -p 1 127.0.0.1 1" \
-            "-M 256 localhost 1" "-m x localhost 1"; do
+            "-M 256 localhost 1" "-m x localhost 1" "-i x localhost 1"; do
     # shellcheck disable=SC2086
     same "nc $args" /dev/null $args
 done
@@ -57,7 +57,7 @@ done
 grep -q '^ferry .* as nc' "$T/ferry.err" || fail "ferry's -h does not name ferry"
 
 # Options netcat has and ferry's nc does not: refused, exit 2 (on purpose).
-for opt in -b -i1 -r -S -t -V1 -W1 -Z; do
+for opt in -b -S -t -V1 -W1 -Z; do
     run ferry /dev/null "$opt" 127.0.0.1 1
     assert_eq 2 "$(cat "$T/ferry.rc")" "nc $opt: exit code"
     assert_eq "nc: ${opt:0:2} is not supported by ferry's nc" "$(cat "$T/ferry.err")" "nc $opt"
@@ -80,6 +80,14 @@ same "-zvn" /dev/null -zvn 127.0.0.1 "$open"
 same "-zv range" /dev/null -zv 127.0.0.1 "$((open - 1))-$((open + 1))"
 same "-zv list" /dev/null -zv 127.0.0.1 "$closed" "$open" ssh
 same "-z list, all closed" /dev/null -z 127.0.0.1 "$closed" "$closed"
+# -r: the same lines, in an order of their own.
+for impl in netcat ferry; do
+    run "$impl" /dev/null -zv -r 127.0.0.1 "$((open - 2))-$((open + 2))"
+    sort "$T/$impl.err" > "$T/$impl.sorted"
+done
+cmp -s "$T/netcat.sorted" "$T/ferry.sorted" ||
+    fail "-zv -r: netcat $(cat "$T/netcat.sorted"), ferry $(cat "$T/ferry.sorted")"
+assert_eq "0 5" "$(cat "$T/ferry.rc") $(wc -l < "$T/ferry.sorted")" "-zv -r"
 
 # Relays: -N, -n, -q0 as libvirt runs it, the reply after stdin EOF.
 printf 'ping\n' > "$T/ping"
@@ -93,6 +101,10 @@ for i in 1 2 3 4 5; do
     assert_eq ping "$(cat "$T/ferry.out")" "-q0 -U echo, run $i: reply"
 done
 same "-q0 TCP echo" "$T/ping" -q0 127.0.0.1 "$open"
+# -i1: a second's wait after each line sent.
+same "-i1 echo" "$T/ping" -i1 -N 127.0.0.1 "$open"
+assert_eq ping "$(cat "$T/ferry.out")" "-i1 echo: reply"
+secs_at_least "-i1 echo" 1
 
 # -q: the reply comes after 0.3 s and the server closes 0.5 s later; -q never
 # cuts it, and adds SECS after the end.  Stdin a pipe, then /dev/null.
