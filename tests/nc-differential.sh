@@ -144,7 +144,9 @@ wait_for_socket "$T/idle.sock"
 same "-w1 idle" /dev/null -w1 -U "$T/idle.sock"
 assert_eq "0 late" "$(cat "$T/ferry.rc") $(cat "$T/ferry.out")" "-w1 idle"
 secs_at_least "-w1 idle" 1.1
-same "-w1 idle, stdin open" <(exec sleep 6) -w1 -U "$T/idle.sock"
+exec {open_stdin}< <(exec sleep 60)
+track $!
+same "-w1 idle, stdin open" "/dev/fd/$open_stdin" -w1 -U "$T/idle.sock"
 assert_eq "0 late" "$(cat "$T/ferry.rc") $(cat "$T/ferry.out")" "-w1 idle, stdin open"
 secs_at_least "-w1 idle, stdin open" 1.1
 for impl in netcat ferry; do

@@ -7,7 +7,7 @@
 #   capture F   write what comes to F, close at EOF
 #   peer        send "ADDR PORT\n" of the client, close
 # ADDR is a UNIX path, or HOST:PORT.
-import os, socket, sys, time
+import ctypes, os, signal, socket, sys, time
 
 addr, mode, args = sys.argv[1], sys.argv[2], sys.argv[3:]
 if ':' in addr and not addr.startswith('/'):
@@ -25,6 +25,8 @@ while True:
         c.close()
         continue
     s.close()
+    # Gone with the listener, which the test stops by its PID.
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if mode == 'echo':
         while (b := c.recv(65536)):
             c.sendall(b)
