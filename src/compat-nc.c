@@ -29,6 +29,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +215,22 @@ connect_port (const struct ferry_options *options, const struct nc_flags *flags,
   return fd;
 }
 
+/* -v: netcat's line for a port that took the connection. */
+static void
+report_success (const struct nc_flags *flags, const char *host, const char *ip,
+                const char *port)
+{
+  struct servent *sv;
+  g_autofree char *note = NULL;
+
+  if (!flags->verbose)
+    return;
+  sv = flags->numeric ? NULL : getservbyport (htons (atoi (port)), "tcp");
+  note = ip_note (host, ip, flags->numeric);
+  fprintf (stderr, "Connection to %s%s %s port [tcp/%s] succeeded!\n", host, note, port,
+           sv ? sv->s_name : "*");
+}
+
 /* -z: connect to each port and close; under -v netcat's lines.  Returns 0
  * if some port took the connection, else 1. */
 static int
@@ -233,13 +250,7 @@ scan_tcp (const struct ferry_options *options, const struct nc_flags *flags,
       continue;
     close (fd);
     rc = 0;
-    if (flags->verbose) {
-      struct servent *sv = flags->numeric ? NULL : getservbyport (htons (atoi (port)), "tcp");
-      g_autofree char *note = ip_note (host, ip, flags->numeric);
-
-      fprintf (stderr, "Connection to %s%s %s port [tcp/%s] succeeded!\n", host, note, port,
-               sv ? sv->s_name : "*");
-    }
+    report_success (flags, host, ip, port);
   }
   return rc;
 }
@@ -263,17 +274,20 @@ pass_fd (const struct ferry_options *options, const struct nc_flags *flags,
     return ferry_error ("Cannot pass file descriptor to tty"), 1;
   if ((fd = connect_port (options, flags, host, port_text, ip)) < 0)
     return 1;
+  report_success (flags, host, ip, port_text);
   cmsg->cmsg_len = CMSG_LEN (sizeof (int));
   cmsg->cmsg_level = SOL_SOCKET;
   cmsg->cmsg_type = SCM_RIGHTS;
   memcpy (CMSG_DATA (cmsg), &fd, sizeof fd);
   while (sendmsg (STDOUT_FILENO, &msg, 0) < 0) {
+    struct pollfd writable = { .fd = STDOUT_FILENO, .events = POLLOUT };
+
     if (errno != EINTR && errno != EAGAIN) {
       ferry_error ("sendmsg: %s", g_strerror (errno));
       return 1;
     }
     if (errno == EAGAIN)
-      g_usleep (10000);       /* stdout non-blocking and full: rare */
+      poll (&writable, 1, -1);  /* a non-blocking stdout, full */
   }
   close (fd);
   return 0;
