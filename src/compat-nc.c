@@ -8,7 +8,7 @@
  *  - A peer that goes away before taking everything makes netcat exit 0
  *    silently; this nc names the count of bytes lost and exits 1.
  *  - A connect that fails prints one line without -v too; -v prints
- *    ferry's statistics at exit (with -z, netcat's lines).
+ *    ferry's statistics at exit (with -z and -F, netcat's lines).
  *
  * netcat-openbsd's own rules, kept: -q SECS (any SECS >= 0) is -N, and
  * once the relay is over, waits SECS more with the socket closed, exit 0;
