@@ -13,10 +13,10 @@ ln -s "$FERRY" "$T/ferry/nc"
 # run IMPL STDIN ARGS...: $T/IMPL.out, .err, .rc and .secs (elapsed).
 run () {
     local impl=$1 in=$2 start rc=0; shift 2
-    start=$(date +%s.%N)
+    start=$EPOCHREALTIME
     PATH="$T/$impl:$PATH" within 20 nc "$@" < "$in" > "$T/$impl.out" 2> "$T/$impl.err" || rc=$?
     echo "$rc" > "$T/$impl.rc"
-    echo "$(date +%s.%N) - $start" | bc > "$T/$impl.secs"
+    awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }' > "$T/$impl.secs"
 }
 
 # same WHAT STDIN ARGS...: both give the same bytes, messages and exit code.
@@ -32,7 +32,7 @@ same () {
 # secs_at_least WHAT SECS: both took that long.
 secs_at_least () {
     for impl in netcat ferry; do
-        [ "$(echo "$(cat "$T/$impl.secs") >= $2" | bc)" = 1 ] ||
+        awk -v s="$(cat "$T/$impl.secs")" -v min="$2" 'BEGIN { exit !(s >= min) }' ||
             fail "$1: $impl ended after $(cat "$T/$impl.secs") s, before $2 s"
     done
 }
@@ -150,7 +150,8 @@ same "-w1 idle, stdin open" "/dev/fd/$open_stdin" -w1 -U "$T/idle.sock"
 assert_eq "0 late" "$(cat "$T/ferry.rc") $(cat "$T/ferry.out")" "-w1 idle, stdin open"
 secs_at_least "-w1 idle, stdin open" 1.1
 for impl in netcat ferry; do
-    [ "$(echo "$(cat "$T/$impl.secs") < 5" | bc)" = 1 ] || fail "$impl -w1 waited for stdin's EOF"
+    awk -v s="$(cat "$T/$impl.secs")" 'BEGIN { exit !(s < 5) }' ||
+        fail "$impl -w1 waited for stdin's EOF"
 done
 
 # -C: "\n" goes as "\r\n", an "\r\n" stays.
