@@ -324,6 +324,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     switch (c) {
     case '4': options->connect.family = AF_INET; break;
     case '6': options->connect.family = AF_INET6; break;
+    case 'b': options->connect.broadcast = true; break;
     case 'C': flags->crlf = true; break;
     case 'D': options->connect.so_debug = true; break;
     case 'F': flags->pass_fd = true; break;
@@ -383,7 +384,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     case '?':
       ferry_error ("invalid option -- '%c'", optopt);
       return usage ();
-    default:                  /* -b -S -t -V -W -Z */
+    default:                  /* -S -t -V -W -Z */
       ferry_error ("-%c is not supported by ferry's nc", c);
       return FERRY_EXIT_NC_UNSUPPORTED;
     }

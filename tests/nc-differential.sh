@@ -57,7 +57,7 @@ done
 grep -q '^ferry .* as nc' "$T/ferry.err" || fail "ferry's -h does not name ferry"
 
 # Options netcat has and ferry's nc does not: refused, exit 2 (on purpose).
-for opt in -b -S -t -V1 -W1 -Z; do
+for opt in -S -t -V1 -W1 -Z; do
     run ferry /dev/null "$opt" 127.0.0.1 1
     assert_eq 2 "$(cat "$T/ferry.rc")" "nc $opt: exit code"
     assert_eq "nc: ${opt:0:2} is not supported by ferry's nc" "$(cat "$T/ferry.err")" "nc $opt"
@@ -254,17 +254,17 @@ for impl in netcat ferry; do
     assert_eq "one two" "$(echo $(cat "$T/k-$impl.out"))" "$impl -l -k"
 done
 
-# -T, -I, -O, -D, -M, -m: the same socket options, as strace sees them set.
+# -T, -I, -O, -D, -M, -m, -b: the same socket options, as strace sees them set.
 if command -v strace >/dev/null; then
     for impl in netcat ferry; do
         PATH="$T/$impl:$PATH" within 10 strace -f -qq -e trace=setsockopt -o "$T/strace-$impl" \
-            nc -N -T af41 -I 65536 -O 32768 -D -M 9 -m 2 127.0.0.1 "$open" \
+            nc -N -T af41 -I 65536 -O 32768 -D -M 9 -m 2 -b 127.0.0.1 "$open" \
             < "$T/ping" > /dev/null ||
-            fail "$impl -T -I -O -D -M -m exited $?"
-        grep -oE '(IP_TOS|SO_RCVBUF|SO_SNDBUF|SO_DEBUG|IP_TTL|IP_MINTTL), \[[0-9]+\]' \
+            fail "$impl -T -I -O -D -M -m -b exited $?"
+        grep -oE '(IP_TOS|SO_RCVBUF|SO_SNDBUF|SO_DEBUG|IP_TTL|IP_MINTTL|SO_BROADCAST), \[[0-9]+\]' \
             "$T/strace-$impl" | sort > "$T/opts-$impl"
     done
     cmp -s "$T/opts-netcat" "$T/opts-ferry" ||
-        fail "-T -I -O -D -M -m: netcat set $(cat "$T/opts-netcat"), ferry $(cat "$T/opts-ferry")"
-    assert_eq 6 "$(wc -l < "$T/opts-ferry")" "-T -I -O -D -M -m: options set"
+        fail "-T -I -O -D -M -m -b: netcat set $(cat "$T/opts-netcat"), ferry $(cat "$T/opts-ferry")"
+    assert_eq 7 "$(wc -l < "$T/opts-ferry")" "-T -I -O -D -M -m -b: options set"
 fi

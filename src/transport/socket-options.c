@@ -38,6 +38,8 @@ socket_setup (int fd, const struct connect_options *opts)
     set_int_option (fd, SOL_SOCKET, SO_RCVBUF, (int) opts->rcvbuf);
   if (opts->so_debug)
     set_int_option (fd, SOL_SOCKET, SO_DEBUG, 1);
+  if (opts->broadcast)
+    set_int_option (fd, SOL_SOCKET, SO_BROADCAST, 1);
   if (!tcp)
     return;
   if (opts->tos != 0)

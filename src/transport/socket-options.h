@@ -22,6 +22,7 @@ struct connect_options {
   int tos;                    /* nc -T: IP_TOS / IPV6_TCLASS of TCP sockets; 0 keeps
                                  the kernel's */
   bool so_debug;              /* nc -D: SO_DEBUG */
+  bool broadcast;             /* nc -b: SO_BROADCAST (for datagrams; TCP ignores it) */
   int ttl;                    /* nc -M: IP_TTL / IPV6_UNICAST_HOPS of TCP sockets;
                                  0 keeps the kernel's */
   int min_ttl;                /* nc -m: IP_MINTTL / IPV6_MINHOPCOUNT; 0: none */
@@ -46,7 +47,7 @@ struct connect_options {
 
 /* Every option of a socket ferry relays on, in one place (as OpenBSD
  * netcat's set_common_sockopts()): close-on-exec, non-blocking, @options'
- * SO_SNDBUF / SO_RCVBUF and SO_DEBUG, and on TCP, TCP_NODELAY, the TOS, the
+ * SO_SNDBUF / SO_RCVBUF, SO_DEBUG and SO_BROADCAST, and on TCP, TCP_NODELAY, the TOS, the
  * TTLs and --keepalive.  For a
  * socket ferry connects (before connect() for TCP, so that the window
  * scale reflects SO_RCVBUF; after it for UNIX, whose connect blocks),
