@@ -3,7 +3,8 @@
  * main() picks one by the name ferry was run as (a link named "nc" or
  * "virt-ssh-helper"), or by "ferry --compat=NAME ARGS...".  Each maps its
  * command line to struct ferry_options and calls ferry_run(); messages
- * start with "NAME: ", and the exit code is only 0 or 1, as the original's. */
+ * start with "NAME: ", and the exit code is only 0 or 1, as the original's
+ * (and nc's 2 for an option of netcat's it does not have). */
 #ifndef FERRY_COMPAT_H
 #define FERRY_COMPAT_H
 

@@ -140,9 +140,12 @@ assert_offers "ferry fd:" 9
 assert_completes "ferry ssh://ferry-test-host/var/" ""
 
 # --compat=nc: the nc personality's options (compat-nc.c), no value after
-# -q and -w, a PATH after -U, a host first (known_hosts, not ssh aliases;
-# not with -l), no port.
-assert_completes "ferry --compat=nc -" -4 -6 -d -h -k -l -N -q -U -v -w -z
+# -I -i -M -m -O -p -q -s -w, TOS keywords after -T, a PATH after -U, a host
+# first (known_hosts, not ssh aliases; not with -l), no port.
+assert_completes "ferry --compat=nc -" -4 -6 -b -C -D -d -F -h -I -i -k -l -M -m -N -n -O -p \
+    -q -r -s -T -U -v -w -z
+assert_completes "ferry --compat=nc -T af4" af41 af42 af43
+assert_completes "ferry --compat=nc -p " ""
 assert_completes "ferry --compat=nc -U $T/dir/a" "$T/dir/a.sock" "$T/dir/ab.sock"
 assert_completes "ferry --compat=nc -N -q " ""
 assert_completes "ferry --compat=nc -w " ""

@@ -5,8 +5,11 @@
 
 enum ferry_exit {
   FERRY_EXIT_OK = 0,          /* every byte delivered both ways */
-  FERRY_EXIT_FAILURE = 1,     /* generic failure (the compat personalities use only 0 and 1) */
+  FERRY_EXIT_FAILURE = 1,     /* generic failure (the compat personalities use only
+                                 0 and 1, and nc's refusal) */
   FERRY_EXIT_USAGE = 2,       /* bad command line or malformed address */
+  FERRY_EXIT_NC_UNSUPPORTED = 2,  /* nc: an option of netcat-openbsd ferry's nc
+                                     does not have */
   FERRY_EXIT_CONNECT = 3,     /* cannot connect to or listen on an address */
   FERRY_EXIT_IO = 4,          /* bytes could not be delivered during the relay */
   FERRY_EXIT_TIMEOUT = 5,     /* --idle-timeout expired */

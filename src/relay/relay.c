@@ -51,7 +51,6 @@ struct relay {
   gint64 ended;               /* and when it finished; 0 before */
   gint64 last_activity;
   GSource *idle_timer;        /* only with config.idle_timeout */
-  GSource *eof_timer;         /* bound_eof_wait, after local EOF */
   GSource *half_close_timer;  /* half_close_timeout, once one direction is done */
   gint64 half_close_began;    /* when the first direction finished */
   GSource *done_source;       /* reports completion from the main loop */
@@ -367,7 +366,6 @@ relay_finish (struct relay *relay)
   relay->local->ops->set_interest (relay->local, false, false);
   relay->remote->ops->set_interest (relay->remote, false, false);
   g_clear_pointer (&relay->idle_timer, gsource_release);
-  g_clear_pointer (&relay->eof_timer, gsource_release);
   g_clear_pointer (&relay->half_close_timer, gsource_release);
   buffer_finish (relay->up.buf);
   buffer_finish (relay->down.buf);
@@ -422,26 +420,6 @@ relay_wake (gpointer data)
 
   if (!relay->finished)
     relay_settle (relay);
-  return G_SOURCE_REMOVE;
-}
-
-/* nc -q: the wait after local EOF is over.  Stop reading remote, as if it
- * had ended; what was read from it is still delivered. */
-static void
-relay_stop_reading_remote (struct relay *relay)
-{
-  relay->down.src_done = true;
-  pump_flush (&relay->down);
-}
-
-static gboolean
-on_eof_wait_over (gpointer data)
-{
-  struct relay *relay = data;
-
-  g_clear_pointer (&relay->eof_timer, gsource_release);
-  relay_stop_reading_remote (relay);
-  relay_settle (relay);
   return G_SOURCE_REMOVE;
 }
 
@@ -534,15 +512,6 @@ relay_settle (struct relay *relay)
     buffer_settle (relay->up.buf);
   if (!relay->down.failed)
     buffer_settle (relay->down.buf);
-  /* Local EOF with a bounded wait for the remote's end. */
-  if (relay->config.bound_eof_wait && relay->up.src_done && !relay->down.src_done &&
-      relay->eof_timer == NULL) {
-    if (relay->config.eof_wait == 0) {
-      relay_stop_reading_remote (relay);
-    } else {
-      relay->eof_timer = gsource_timer_new (relay->config.eof_wait, on_eof_wait_over, relay);
-    }
-  }
   /* A remote EOF ends the down direction alone: up goes on until local
    * EOF (unless remote_eof_ends_local).  A remote peer gone completely
    * takes nothing more, and a local write side that failed will take no
@@ -639,6 +608,14 @@ on_idle_check (gpointer data)
     g_source_set_ready_time (relay->idle_timer, deadline);
     return G_SOURCE_CONTINUE;
   }
+  if (relay->config.idle_is_eof && buffer_is_empty (relay->up.buf) &&
+      buffer_is_empty (relay->down.buf)) {
+    relay->up.src_done = relay->down.src_done = true;
+    pump_flush (&relay->up);
+    pump_flush (&relay->down);
+    relay_settle (relay);
+    return G_SOURCE_CONTINUE;
+  }
   g_autofree char *why = g_strdup_printf ("no traffic for %u s, giving up",
                                           relay->config.idle_timeout);
   relay_abandon (relay, why, FERRY_EXIT_TIMEOUT);
@@ -696,7 +673,6 @@ relay_free (struct relay *relay)
   if (relay == NULL)
     return;
   g_clear_pointer (&relay->idle_timer, gsource_release);
-  g_clear_pointer (&relay->eof_timer, gsource_release);
   g_clear_pointer (&relay->half_close_timer, gsource_release);
   g_clear_pointer (&relay->done_source, gsource_release);
   endpoint_free (relay->local);

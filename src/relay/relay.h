@@ -47,14 +47,11 @@ struct relay_config {
   bool half_close;            /* shutdown(SHUT_WR) remote after local EOF */
   bool splice;                /* move bytes with splice(2) where both ends allow */
   unsigned idle_timeout;      /* seconds without traffic before giving up; 0 = never */
+  bool idle_is_eof;           /* the idle timeout ends both directions as their
+                                 EOFs would: exit 0 if nothing is buffered (nc -w) */
   unsigned half_close_timeout;  /* once one direction is done, seconds the other
                                    may stay idle before it is ended too (exit 0
                                    if nothing is left undelivered); 0 = never */
-  bool bound_eof_wait;        /* after local EOF, stop reading remote once
-                                 @eof_wait seconds have passed (nc -q);
-                                 false: read remote until its EOF */
-  unsigned eof_wait;          /* seconds; 0 stops at once.  Bytes already
-                                 read are still delivered both ways. */
   bool remote_eof_ends_local; /* remote EOF also stops reading local (nc -l,
                                  as netcat-openbsd's listen mode does) */
   bool verbose;               /* print statistics when done */

@@ -65,12 +65,31 @@ connect_unix (const struct address *a, const struct connect_options *opts,
   return endpoint_socket_new (fd, address_display_name (a));
 }
 
-/* Connect one resolved address, waiting at most @timeout_ms (-1: forever).
- * Returns the fd, or -1 with errno set. */
-static int
-connect_tcp_one (const struct addrinfo *ai, const struct connect_options *opts,
-                 int timeout_ms)
+/* nc -s / -p: bind @fd, of @family, to the local address asked for.
+ * Returns false with errno set. */
+static bool
+bind_source (int fd, int family, const struct connect_options *opts)
 {
+  struct addrinfo hints = { .ai_family = family, .ai_socktype = SOCK_STREAM,
+                            .ai_flags = AI_PASSIVE };
+  struct addrinfo *list = NULL;
+  int r;
+
+  if (opts->bind_host == NULL && opts->bind_port == NULL)
+    return true;
+  if ((r = getaddrinfo (opts->bind_host, opts->bind_port, &hints, &list)) != 0) {
+    errno = r == EAI_SYSTEM ? errno : EADDRNOTAVAIL;
+    return false;
+  }
+  r = bind (fd, list->ai_addr, list->ai_addrlen);
+  freeaddrinfo (list);
+  return r == 0;
+}
+
+int
+connect_tcp_addrinfo (const struct addrinfo *ai, const struct connect_options *opts)
+{
+  int timeout_ms = connect_timeout_ms (opts);
   int fd = socket (ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
                    ai->ai_protocol);
   gint64 deadline = timeout_ms < 0 ? -1 : g_get_monotonic_time () + timeout_ms * G_GINT64_CONSTANT (1000);
@@ -81,6 +100,10 @@ connect_tcp_one (const struct addrinfo *ai, const struct connect_options *opts,
     return -1;
   /* Before connect, so TCP's window scale can reflect SO_RCVBUF. */
   socket_setup (fd, opts);
+  if (!bind_source (fd, ai->ai_family, opts)) {
+    err = errno;
+    goto fail;
+  }
   if (connect (fd, ai->ai_addr, ai->ai_addrlen) == 0)
     return fd;
   if (errno != EINPROGRESS) {
@@ -116,7 +139,6 @@ connect_tcp (const struct address *a, const struct connect_options *opts,
     .ai_flags = AI_ADDRCONFIG,
   };
   struct addrinfo *list = NULL;
-  int timeout_ms = connect_timeout_ms (opts);
   int fd = -1, err = 0;
   int r = getaddrinfo (a->host, a->port, &hints, &list);
 
@@ -131,7 +153,7 @@ connect_tcp (const struct address *a, const struct connect_options *opts,
       err = EINTR;
       break;
     }
-    fd = connect_tcp_one (ai, opts, timeout_ms);
+    fd = connect_tcp_addrinfo (ai, opts);
     if (fd < 0)
       err = errno;
   }

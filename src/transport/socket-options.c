@@ -26,6 +26,7 @@ socket_setup (int fd, const struct connect_options *opts)
   int family = getsockname (fd, (struct sockaddr *) &addr, &len) == 0 ? addr.ss_family
                                                                       : AF_UNSPEC;
   bool tcp = family == AF_INET || family == AF_INET6;
+  bool v4 = family == AF_INET;
 
   fcntl (fd, F_SETFD, FD_CLOEXEC);
   g_unix_set_fd_nonblocking (fd, TRUE, NULL);
@@ -35,8 +36,20 @@ socket_setup (int fd, const struct connect_options *opts)
     set_int_option (fd, SOL_SOCKET, SO_SNDBUF, (int) MIN (opts->unix_sndbuf, G_MAXINT / 2));
   if (opts->rcvbuf > 0)
     set_int_option (fd, SOL_SOCKET, SO_RCVBUF, (int) opts->rcvbuf);
+  if (opts->so_debug)
+    set_int_option (fd, SOL_SOCKET, SO_DEBUG, 1);
+  if (opts->broadcast)
+    set_int_option (fd, SOL_SOCKET, SO_BROADCAST, 1);
   if (!tcp)
     return;
+  if (opts->tos != 0)
+    set_int_option (fd, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_TOS : IPV6_TCLASS, opts->tos);
+  if (opts->ttl != 0)
+    set_int_option (fd, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_TTL : IPV6_UNICAST_HOPS,
+                    opts->ttl);
+  if (opts->min_ttl != 0)
+    set_int_option (fd, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_MINTTL : IPV6_MINHOPCOUNT,
+                    opts->min_ttl);
   /* Small writes (NBD headers, RPC calls) must not wait for an ACK. */
   set_int_option (fd, IPPROTO_TCP, TCP_NODELAY, 1);
   if (opts->keepalive > 0) {

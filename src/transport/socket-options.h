@@ -19,6 +19,16 @@ struct connect_options {
   bool ask_password;          /* ssh: also password and keyboard-interactive
                                  authentication, prompting on the terminal */
   size_t sndbuf, rcvbuf;      /* SO_SNDBUF / SO_RCVBUF bytes; 0 keeps the kernel's */
+  int tos;                    /* nc -T: IP_TOS / IPV6_TCLASS of TCP sockets; 0 keeps
+                                 the kernel's */
+  bool so_debug;              /* nc -D: SO_DEBUG */
+  bool broadcast;             /* nc -b: SO_BROADCAST (for datagrams; TCP ignores it) */
+  int ttl;                    /* nc -M: IP_TTL / IPV6_UNICAST_HOPS of TCP sockets;
+                                 0 keeps the kernel's */
+  int min_ttl;                /* nc -m: IP_MINTTL / IPV6_MINHOPCOUNT; 0: none */
+  const char *bind_host;      /* nc -s: the local address a TCP connect binds
+                                 to; NULL: the kernel's choice */
+  const char *bind_port;      /* nc -p: the local port it binds to; NULL: any */
   size_t unix_sndbuf;         /* SO_SNDBUF of a UNIX socket without --sndbuf:
                                  the relay's buffer size, so that one splice
                                  or write can hand over a full buffer.  TCP
@@ -37,7 +47,8 @@ struct connect_options {
 
 /* Every option of a socket ferry relays on, in one place (as OpenBSD
  * netcat's set_common_sockopts()): close-on-exec, non-blocking, @options'
- * SO_SNDBUF / SO_RCVBUF, and on TCP, TCP_NODELAY and --keepalive.  For a
+ * SO_SNDBUF / SO_RCVBUF, SO_DEBUG and SO_BROADCAST, and on TCP, TCP_NODELAY, the TOS, the
+ * TTLs and --keepalive.  For a
  * socket ferry connects (before connect() for TCP, so that the window
  * scale reflects SO_RCVBUF; after it for UNIX, whose connect blocks),
  * accepts (listen.c) or inherits (fd:N).  A refused option is not an
