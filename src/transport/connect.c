@@ -18,6 +18,7 @@
 #include "endpoint-fd.h"
 #include "endpoint-ssh.h"
 #include "error.h"
+#include "proxy.h"
 #include "signal-watch.h"
 #include "ssh-session.h"
 
@@ -106,9 +107,13 @@ fail:
   return -1;
 }
 
-static struct endpoint *
-connect_tcp (const struct address *a, const struct connect_options *opts,
-             GError **error)
+/* Connect to @host @port, every resolved address in order, as nc does;
+ * the last error stands, or EINTR for a stop signal that cut the wait or
+ * skips the rest.  @what names the peer in messages ("'ADDRESS'", "proxy
+ * HOST:PORT"), @stop_name in a stop's. */
+static int
+connect_tcp_direct (const char *host, const char *port, const struct connect_options *opts,
+                    const char *what, const char *stop_name, GError **error)
 {
   struct addrinfo hints = {
     .ai_family = opts->family,
@@ -118,14 +123,13 @@ connect_tcp (const struct address *a, const struct connect_options *opts,
   struct addrinfo *list = NULL;
   int timeout_ms = connect_timeout_ms (opts);
   int fd = -1, err = 0;
-  int r = getaddrinfo (a->host, a->port, &hints, &list);
+  int r = getaddrinfo (host, port, &hints, &list);
 
   if (r != 0) {
-    set_connect_error (error, a, r == EAI_SYSTEM ? g_strerror (errno) : gai_strerror (r));
-    return NULL;
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to %s: %s", what,
+                     r == EAI_SYSTEM ? g_strerror (errno) : gai_strerror (r));
+    return -1;
   }
-  /* Every resolved address in order, as nc does; the last error stands,
-   * or EINTR for a stop signal that cut the wait or skips the rest. */
   for (struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
     if (signal_watch_stop_pending ()) {
       err = EINTR;
@@ -136,13 +140,40 @@ connect_tcp (const struct address *a, const struct connect_options *opts,
       err = errno;
   }
   freeaddrinfo (list);
-  if (fd < 0 && err == EINTR && signal_watch_set_stopped (error, address_display_name (a)))
-    return NULL;
-  if (fd < 0) {
-    set_connect_error (error, a, g_strerror (err));
-    return NULL;
+  if (fd < 0 && !(err == EINTR && signal_watch_set_stopped (error, stop_name)))
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to %s: %s", what,
+                     g_strerror (err));
+  return fd;
+}
+
+int
+connect_tcp_fd (const char *host, const char *port, const char *name,
+                const struct connect_options *opts, GError **error)
+{
+  const struct proxy *proxy = opts->proxy;
+  g_autofree char *what = NULL;
+  int fd;
+
+  if (proxy == NULL) {
+    what = g_strdup_printf ("'%s'", name);
+    return connect_tcp_direct (host, port, opts, what, name, error);
   }
-  return endpoint_socket_new (fd, a->text);
+  what = g_strdup_printf ("proxy %s", proxy->name);
+  fd = connect_tcp_direct (proxy->host, proxy->port, opts, what, name, error);
+  if (fd >= 0 && !proxy_handshake (proxy, fd, host, port, connect_timeout_ms (opts), error)) {
+    close (fd);
+    return -1;
+  }
+  return fd;
+}
+
+static struct endpoint *
+connect_tcp (const struct address *a, const struct connect_options *opts,
+             GError **error)
+{
+  int fd = connect_tcp_fd (a->host, a->port, address_display_name (a), opts, error);
+
+  return fd < 0 ? NULL : endpoint_socket_new (fd, a->text);
 }
 
 static struct endpoint *
