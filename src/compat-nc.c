@@ -34,10 +34,12 @@
 #include "address.h"
 #include "error.h"
 #include "message.h"
+#include "proxy.h"
 #include "run.h"
 
 static const char usage_text[] =
-  "usage: nc [-46dhklNUvz] [-q seconds] [-w timeout] [destination] [port]\n"
+  "usage: nc [-46dhklNUvz] [-P proxy_username] [-q seconds] [-w timeout]\n"
+  "          [-X proxy_protocol] [-x proxy_address[:port]] [destination] [port]\n"
   "       nc -U [-dhklNvz] [-q seconds] [-w timeout] path\n";
 
 static int
@@ -95,6 +97,9 @@ struct nc_flags {
   bool no_stdin;              /* -d: read nothing from stdin */
   bool zero_io;               /* -z: connect and close at once */
   bool verbose;               /* -v */
+  const char *proxy_protocol; /* -X connect|4|5; NULL: SOCKS5 */
+  const char *proxy_address;  /* -x HOST[:PORT]: connect through it */
+  const char *proxy_user;     /* -P USER */
 };
 
 /* netcat-openbsd's flags into @options and @flags; returns -1, or the exit
@@ -106,7 +111,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
 
   opterr = 0;
   optind = 1;
-  while ((c = getopt (argc, argv, ":46dhklNq:Uvw:z")) != -1) {
+  while ((c = getopt (argc, argv, ":46dhklNP:q:Uvw:X:x:z")) != -1) {
     switch (c) {
     case '4': options->connect.family = AF_INET; break;
     case '6': options->connect.family = AF_INET6; break;
@@ -117,6 +122,9 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     case 'U': flags->unix_socket = true; break;
     case 'v': flags->verbose = true; break;
     case 'z': flags->zero_io = true; break;
+    case 'P': flags->proxy_user = optarg; break;
+    case 'X': flags->proxy_protocol = optarg; break;
+    case 'x': flags->proxy_address = optarg; break;
     case 'q':
       if (!parse_int ("quit timer", optarg, INT_MIN, &seconds))
         return 1;
@@ -165,6 +173,8 @@ compat_nc_main (int argc, char **argv)
 {
   struct ferry_options options;
   struct nc_flags flags = { 0 };
+  g_autoptr (FerryProxy) proxy = NULL;
+  g_autoptr (GError) error = NULL;
   g_autofree char *address = NULL;
   const char *host = NULL, *port = NULL;
   int rc;
@@ -175,6 +185,12 @@ compat_nc_main (int argc, char **argv)
     return rc;
   argc -= optind;
   argv += optind;
+  if (flags.proxy_address &&
+      (options.connect.proxy = proxy = proxy_from_nc (flags.proxy_protocol, flags.proxy_address,
+                                                      flags.proxy_user, &error)) == NULL) {
+    ferry_error ("%s", error->message);
+    return 1;
+  }
 
   if (options.keep_listening && !options.listen) {
     ferry_error ("must use -l with -k");

@@ -322,9 +322,12 @@ handshake_http (const struct exchange *x, GError **error)
     if (!recv_exact (x, head + len, 1, error))
       return false;
     len++;
-    /* Not HTTP at all: say so at once rather than wait for a blank line. */
-    if (len <= 5 && memcmp (head, "HTTP/", len) != 0)
-      return malformed (x, head, len, error);
+    /* Not HTTP at all: say so at once, with what else has come, rather
+     * than wait for a blank line. */
+    if (len <= 5 && memcmp (head, "HTTP/", len) != 0) {
+      ssize_t more = recv (x->fd, head + len, 39, MSG_DONTWAIT);
+      return malformed (x, head, len + (size_t) MAX (more, 0), error);
+    }
   }
   head[len] = '\0';
   eol = strpbrk (head, "\r\n");

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# --proxy against a forged proxy (forged-proxy.py) that refuses or breaks
+# each handshake: one line naming the proxy and its answer, exit 3 (nc's
+# -X/-x: the same line, exit 1), never a hang.  The SOCKS requests carry
+# the target's name for the proxy to resolve (example.test resolves nowhere).
+. "$(dirname "$0")/lib.sh"
+need python3
+
+# Bytes from stdin as hex, and back.
+hex () { od -An -v -tx1 | tr -d ' \n'; }
+unhex () { python3 -c 'import sys; sys.stdout.buffer.write(bytes.fromhex(sys.stdin.read()))'; }
+
+port=$(free_port)
+proxy=127.0.0.1:$port
+target=example.test:22
+
+# MODE URL EXPECTED-LINE [FERRY-OPTION...]
+refusal () {
+    local mode=$1 url=$2 expected=$3 rc=0
+    shift 3
+    bg python3 "$(dirname "$0")/forged-proxy.py" "$port" "$mode" "$T/$mode.log"
+    local forged=$LAST_PID
+    wait_for_port "$port"
+    : | within 10 "$FERRY" "$@" --proxy="$url" "$target" > "$T/out" 2> "$T/err" || rc=$?
+    assert_eq 3 "$rc" "$mode: exit code"
+    assert_eq "ferry: $expected" "$(cat "$T/err")" "$mode: message"
+    assert_eq "" "$(cat "$T/out")" "$mode: nothing relayed"
+    kill "$forged"; wait "$forged" 2>/dev/null || true
+}
+
+refusal http-407 "http://$proxy" \
+    "proxy $proxy refused CONNECT $target: 407 Proxy Authentication Required"
+# The request, as the proxy read it (up to its blank line, which $(...)
+# drops): with Basic credentials, %XX decoded.
+refusal http-407 "http://alice:s%40cret@$proxy" \
+    "proxy $proxy refused CONNECT $target: 407 Proxy Authentication Required"
+assert_eq "CONNECT $target HTTP/1.1
+Host: $target
+Proxy-Authorization: Basic $(printf alice:s@cret | base64)" "$(tail -1 "$T/http-407.log" | unhex | tr -d '\r')" "CONNECT request"
+refusal http-403 "http://$proxy" "proxy $proxy refused CONNECT $target: 403 Forbidden"
+refusal http-garbage "http://$proxy" \
+    "proxy $proxy sent a malformed answer to CONNECT $target: 'SSH-2.0-OpenSSH_9.2\\x0d\\x0a'"
+refusal socks5-refused "socks5://$proxy" \
+    "proxy $proxy refused SOCKS5 CONNECT $target: connection refused (5)"
+# Greeting: no authentication only; request: CONNECT, ATYP 3, the name, port 22.
+assert_eq "050100""050100030c$(printf example.test | hex)0016" \
+    "$(tail -1 "$T/socks5-refused.log")" "SOCKS5 greeting and request"
+refusal socks5-no-method "socks5://$proxy" \
+    "proxy $proxy refused SOCKS5 CONNECT $target: no acceptable authentication method (it may want socks5://USER:PASS@)"
+refusal socks5-auth-failed "socks5://bob:pw@$proxy" \
+    "proxy $proxy refused SOCKS5 CONNECT $target: user/password authentication failed for user 'bob'"
+# Greeting: none or user/password; RFC 1929: version 1, "bob", "pw".
+assert_eq "050200020103$(printf bob | hex)02$(printf pw | hex)" \
+    "$(tail -1 "$T/socks5-auth-failed.log")" "SOCKS5 authentication"
+refusal socks4-rejected "socks4a://carol@$proxy" \
+    "proxy $proxy refused SOCKS4a CONNECT $target: request rejected or failed (91)"
+# VN 4, CD 1, port 22, 0.0.0.1, "carol", the name.
+assert_eq "04010016""00000001""$(printf carol | hex)00$(printf example.test | hex)00" \
+    "$(tail -1 "$T/socks4-rejected.log")" "SOCKS4a request"
+refusal close-early "http://$proxy" "proxy $proxy closed the connection during CONNECT $target"
+refusal close-early "socks5://$proxy" \
+    "proxy $proxy closed the connection during SOCKS5 CONNECT $target"
+start=$(date +%s%N)
+refusal silent "socks5://$proxy" "proxy $proxy did not answer SOCKS5 CONNECT $target within 1 s" \
+    --connect-timeout=1
+ms=$((($(date +%s%N) - start) / 1000000))
+[ "$ms" -lt 8000 ] || fail "a silent proxy held ferry ${ms} ms with --connect-timeout=1"
+
+# Nobody listens on the proxy's port.
+rc=0
+: | within 10 "$FERRY" --proxy="socks5://$proxy" "$target" 2> "$T/err" || rc=$?
+assert_eq 3 "$rc" "no proxy: exit code"
+assert_eq "ferry: cannot connect to proxy $proxy: Connection refused" "$(cat "$T/err")" "no proxy: message"
+
+# nc's -X connect -x HOST:PORT, and -X 5: the same lines, nc's exit 1.
+bg python3 "$(dirname "$0")/forged-proxy.py" "$port" http-407 "$T/nc.log"
+forged=$LAST_PID
+wait_for_port "$port"
+rc=0
+: | within 10 "$FERRY" --compat=nc -X connect -x "$proxy" example.test 22 2> "$T/err" || rc=$?
+assert_eq 1 "$rc" "nc -X connect: exit code"
+assert_eq "nc: proxy $proxy refused CONNECT $target: 407 Proxy Authentication Required" \
+    "$(cat "$T/err")" "nc -X connect: message"
+kill "$forged"; wait "$forged" 2>/dev/null || true
+bg python3 "$(dirname "$0")/forged-proxy.py" "$port" socks5-refused "$T/nc.log"
+forged=$LAST_PID
+wait_for_port "$port"
+rc=0
+: | within 10 "$FERRY" --compat=nc -x "$proxy" example.test 22 2> "$T/err" || rc=$?
+assert_eq 1 "$rc" "nc -x (SOCKS5): exit code"
+assert_eq "nc: proxy $proxy refused SOCKS5 CONNECT $target: connection refused (5)" \
+    "$(cat "$T/err")" "nc -x (SOCKS5): message"
