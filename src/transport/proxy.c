@@ -135,7 +135,7 @@ proxy_from_nc (const char *protocol, const char *host_port, const char *user, GE
   if (protocol == NULL || strcmp (protocol, "5") == 0)
     kind = PROXY_SOCKS5;
   else if (strcmp (protocol, "4") == 0)
-    kind = PROXY_SOCKS4A;       /* netcat's -X 4 sends the name, as SOCKS4a */
+    kind = PROXY_SOCKS4;        /* netcat resolves the name itself */
   else if (g_ascii_strcasecmp (protocol, "connect") == 0)
     kind = PROXY_HTTP;
   else {
@@ -167,7 +167,8 @@ proxy_from_nc (const char *protocol, const char *host_port, const char *user, GE
   }
   if (port == NULL)
     port = kind == PROXY_HTTP ? "3128" : "1080";
-  return proxy_new (host_port, kind, host, port, user, NULL, error);
+  /* As netcat, -P is for CONNECT only (it prompts for the password). */
+  return proxy_new (host_port, kind, host, port, kind == PROXY_HTTP ? user : NULL, NULL, error);
 }
 
 /* One handshake: the socket, its deadline, and the names messages give. */

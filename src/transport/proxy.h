@@ -36,9 +36,10 @@ struct proxy {
  * --proxy 'URL': REASON", naming what is wrong. */
 struct proxy *proxy_parse (const char *url, GError **error);
 
-/* nc's -X PROTOCOL ("connect", "4", "5", or NULL: SOCKS5), -x HOST[:PORT]
- * and -P USER (or NULL), with netcat's default ports.  NULL with a
- * FERRY_EXIT_USAGE error naming what is wrong. */
+/* nc's -X PROTOCOL ("connect", "4": SOCKS4, "5", or NULL: SOCKS5), -x
+ * HOST[:PORT] and -P USER (or NULL; CONNECT only, with an empty password),
+ * with netcat's default ports.  NULL with a FERRY_EXIT_USAGE error naming
+ * what is wrong. */
 struct proxy *proxy_from_nc (const char *protocol, const char *host_port,
                              const char *user, GError **error);
 
