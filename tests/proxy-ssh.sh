@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# ssh:// through --proxy: libssh gets the tunnel's socket (SSH_OPTIONS_FD),
+# to the host and port that ~/.ssh/config makes of the address.  1 MiB
+# each way through a direct-tcpip channel over a session that microsocks
+# carries (its log shows the connection to sshd), also with a Host alias;
+# a proxy that cannot reach sshd: its answer, exit 3.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-sshd.sh"
+need socat microsocks
+
+start_sshd main /usr/bin:/bin
+ms=$(free_port)
+# Appending: the log is emptied between sessions.
+bg microsocks -i 127.0.0.1 -p "$ms" > /dev/null 2>> "$T/microsocks.log"
+wait_for_port "$ms"
+
+port=$(free_port)
+ssh_bulk_both_ways $((4 * 1024 * 1024)) "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr" \
+    --proxy="socks5://127.0.0.1:$ms" "$(ssh_base)?tcp=127.0.0.1:$port&proxy=direct&keyfile=$SSH_KEY"
+assert_contains "$T/microsocks.log" "connected to 127.0.0.1:$SSHD_PORT" "microsocks carried the session"
+
+ssh_host_alias tunnelled
+: > "$T/microsocks.log"
+ssh_bulk_both_ways $((4 * 1024 * 1024)) "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr" \
+    --proxy="socks5://127.0.0.1:$ms" "ssh://tunnelled?tcp=127.0.0.1:$port&proxy=direct"
+assert_contains "$T/microsocks.log" "connected to 127.0.0.1:$SSHD_PORT" \
+    "microsocks carried the alias's session"
+
+closed=$(free_port)
+rc=0
+: | ferry_ssh --proxy="socks5://127.0.0.1:$ms" \
+    "ssh://root@127.0.0.1:$closed?tcp=127.0.0.1:$port&keyfile=$SSH_KEY" 2> "$T/err" || rc=$?
+assert_eq 3 "$rc" "sshd unreachable through the proxy: exit code"
+assert_eq "ferry: proxy 127.0.0.1:$ms refused SOCKS5 CONNECT 127.0.0.1:$closed: connection refused (5)" \
+    "$(cat "$T/err")" "sshd unreachable through the proxy: message"
