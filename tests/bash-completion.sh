@@ -98,6 +98,7 @@ assert_completes "ferry --comp" --compat=
 assert_completes "ferry --compat=" nc virt-ssh-helper
 assert_completes "ferry --nbd-r" --nbd-readonly --nbd-receive=
 assert_completes "ferry --progress=a" always auto
+assert_completes "ferry --proxy=socks" socks4:// socks4a:// socks5://
 assert_completes "ferry --stats=j" json json:
 assert_completes "ferry --stats=json:$T/dir/a" "$T/dir/a.sock" "$T/dir/ab.sock"
 # SOURCE, DEST and IMAGE: NBD URIs, '[', local files; the socket's PATH of
@@ -140,9 +141,12 @@ assert_offers "ferry fd:" 9
 assert_completes "ferry ssh://ferry-test-host/var/" ""
 
 # --compat=nc: the nc personality's options (compat-nc.c), no value after
-# -q and -w, a PATH after -U, a host first (known_hosts, not ssh aliases;
-# not with -l), no port.
-assert_completes "ferry --compat=nc -" -4 -6 -d -h -k -l -N -q -U -v -w -z
+# -q, -w, -P and -x, -X's protocols, a PATH after -U, a host first
+# (known_hosts, not ssh aliases; not with -l), no port.
+assert_completes "ferry --compat=nc -" -4 -6 -d -h -k -l -N -P -q -U -v -w -X -x -z
+assert_completes "ferry --compat=nc -X " 4 5 connect
+assert_completes "ferry --compat=nc -x " ""
+assert_completes "ferry --compat=nc -X 5 -x 127.0.0.1:1080 ferry-kh-pl" ferry-kh-plain
 assert_completes "ferry --compat=nc -U $T/dir/a" "$T/dir/a.sock" "$T/dir/ab.sock"
 assert_completes "ferry --compat=nc -N -q " ""
 assert_completes "ferry --compat=nc -w " ""
