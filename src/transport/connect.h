@@ -16,12 +16,6 @@ struct endpoint *connect_address (const struct address *address,
                                   const struct connect_options *options,
                                   GError **error);
 
-/* A TCP connection to @host @port, through --proxy if there is one: the
- * connected socket, non-blocking, with socket_setup's options, or -1 with
- * a FERRY_EXIT_CONNECT error naming @name (or the proxy and its answer). */
-int connect_tcp_fd (const char *host, const char *port, const char *name,
-                    const struct connect_options *options, GError **error);
-
 /* A target connected to again and again (listen-and-forward).  For an
  * ssh:// target, dialer_new authenticates one session, and every
  * dialer_connect opens a channel on it (a new session if it died). */

@@ -9,12 +9,12 @@
 #include <libssh/server.h>      /* ssh_send_keepalive, for clients too */
 #include <unistd.h>
 
-#include "connect.h"
 #include "error.h"
 #include "gsource-release.h"
 #include "message.h"
 #include "signal-watch.h"
 #include "ssh-setup.h"
+#include "tcp-connect.h"
 
 /* Without --connect-timeout: how long the final flush may take. */
 #define FINAL_FLUSH_MS 60000
@@ -221,7 +221,7 @@ conn_proxy (struct ferry_ssh_conn *c, const struct address *a,
                             ssh_get_error (c->session));
   ssh_options_get_port (c->session, &port_number);
   port = g_strdup_printf ("%u", port_number);
-  fd = connect_tcp_fd (host, port, a->text, opts, error);
+  fd = tcp_connect (host, port, a->text, opts, error);
   if (fd < 0)
     return false;
   if (ssh_options_set (c->session, SSH_OPTIONS_FD, &fd) < 0) {
