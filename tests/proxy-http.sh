@@ -2,38 +2,16 @@
 # --proxy=http:// (CONNECT) through a real tinyproxy on 127.0.0.1, without
 # and with BasicAuth: 4 MiB to an echo server and back intact, also as a
 # forwarder's TARGET and through nc's -X connect -x; its refusals (407
-# without credentials, 401 with wrong ones, 403 for a port it does not allow) are
-# one line with its answer, exit 3 (nc: 1).
+# without credentials, 401 with wrong ones, 403 for a port it does not
+# allow) are one line with its answer, exit 3 (nc: 1).
 . "$(dirname "$0")/lib.sh"
-need socat tinyproxy
+need tinyproxy
+. "$(dirname "$0")/lib-proxy.sh"
 
-size=$((4 * 1024 * 1024))
-make_data data $size
-echo_port=$(free_port)
-# It ends after 4 MiB: tinyproxy ends both directions at the first EOF.
-bg socat "TCP-LISTEN:$echo_port,bind=127.0.0.1,reuseaddr,fork" SYSTEM:"head -c $size"
-wait_for_port "$echo_port"
 # nc -d reads no stdin and does not half-close: this one sends 4 MiB.
 send_port=$(free_port)
 bg socat "TCP-LISTEN:$send_port,bind=127.0.0.1,reuseaddr,fork" SYSTEM:"cat '$T/data'"
 wait_for_port "$send_port"
-
-through () {  # WHAT FERRY-ARGS...
-    local what=$1 rc=0
-    shift
-    within 60 "$FERRY" "$@" < "$T/data" > "$T/got" 2> "$T/err" || rc=$?
-    assert_eq 0 "$rc" "$what: exit code ($(cat "$T/err"))"
-    assert_same_file "$T/data" "$T/got" "$what: echoed through the proxy"
-    assert_eq "" "$(cat "$T/err")" "$what: stderr"
-}
-
-refused () {  # WHAT RC LINE FERRY-ARGS...
-    local what=$1 expected_rc=$2 line=$3 rc=0
-    shift 3
-    : | within 20 "$FERRY" "$@" > "$T/out" 2> "$T/err" || rc=$?
-    assert_eq "$expected_rc" "$rc" "$what: exit code"
-    assert_eq "$line" "$(cat "$T/err")" "$what: message"
-}
 
 # tinyproxy in the foreground (-d) on PORT, with more config lines.
 tinyproxy_on () {  # PORT CONFIG-LINE...
@@ -55,17 +33,7 @@ through "tinyproxy, HOST PORT" --no-shutdown --proxy="http://127.0.0.1:$open" \
 through "nc -d -X connect -x" --compat=nc -d -X connect -x "127.0.0.1:$open" \
     localhost "$send_port"
 
-# A forwarder's TARGET through it: two clients one after the other.
-listen=$(free_port)
-bg "$FERRY" --no-shutdown --proxy="http://127.0.0.1:$open" \
-    -l -k "127.0.0.1:$listen" "localhost:$echo_port" 2> "$T/forwarder.err"
-forwarder=$LAST_PID
-wait_for_port "$listen"
-for i in 1 2; do
-    within 60 socat -t 30 - "TCP:127.0.0.1:$listen" < "$T/data" > "$T/got.$i" 2>/dev/null
-    assert_same_file "$T/data" "$T/got.$i" "forwarded client $i"
-done
-kill "$forwarder"; wait "$forwarder" 2>/dev/null || true
+forwarded "tinyproxy" "http://127.0.0.1:$open"
 
 # Only port 443: CONNECT elsewhere is an access violation.
 strict=$(free_port)

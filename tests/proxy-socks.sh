@@ -3,38 +3,12 @@
 # microsocks (SOCKS5, without and with -u/-P user/password) and dante's
 # danted (SOCKS4 and SOCKS5).  4 MiB go to an echo server and back intact;
 # the target is a name, "localhost", that the SOCKS5 proxy resolves.  A
-# forwarder's TARGET and nc's -x/-X 4/-X 5 go through them too.
-# microsocks ends both directions at the first EOF, so that ferry's
-# half-close after stdin's would cut the echo short: its relays take
-# --no-shutdown, and the echo server ends after 4 MiB.  Wrong
-# credentials and a target nobody listens on: the proxy's answer, exit 3.
+# forwarder's TARGET and nc's -x/-X 4/-X 5 go through them too.  Wrong
+# credentials, a blocked target and one nobody listens on: the proxy's
+# answer, exit 3 (nc: 1).
 . "$(dirname "$0")/lib.sh"
-need socat microsocks danted
-
-size=$((4 * 1024 * 1024))
-make_data data $size
-echo_port=$(free_port)
-bg socat "TCP-LISTEN:$echo_port,bind=127.0.0.1,reuseaddr,fork" SYSTEM:"head -c $size"
-wait_for_port "$echo_port"
-
-# Through the proxy FERRY-ARGS name, to the echo server: it comes back whole.
-through () {  # WHAT FERRY-ARGS...
-    local what=$1 rc=0
-    shift
-    within 60 "$FERRY" "$@" < "$T/data" > "$T/got" 2> "$T/err" || rc=$?
-    assert_eq 0 "$rc" "$what: exit code ($(cat "$T/err"))"
-    assert_same_file "$T/data" "$T/got" "$what: echoed through the proxy"
-    assert_eq "" "$(cat "$T/err")" "$what: stderr"
-}
-
-# Fails with exit RC and exactly LINE.
-refused () {  # WHAT RC LINE FERRY-ARGS...
-    local what=$1 expected_rc=$2 line=$3 rc=0
-    shift 3
-    : | within 20 "$FERRY" "$@" > "$T/out" 2> "$T/err" || rc=$?
-    assert_eq "$expected_rc" "$rc" "$what: exit code"
-    assert_eq "$line" "$(cat "$T/err")" "$what: message"
-}
+need microsocks danted
+. "$(dirname "$0")/lib-proxy.sh"
 
 ms=$(free_port)
 bg microsocks -i 127.0.0.1 -p "$ms" > /dev/null 2>&1
@@ -47,17 +21,7 @@ refused "microsocks, closed target" 3 \
     "ferry: proxy 127.0.0.1:$ms refused SOCKS5 CONNECT localhost:$closed: connection refused (5)" \
     --proxy="socks5://127.0.0.1:$ms" "localhost:$closed"
 
-# A forwarder's TARGET through the proxy: two clients one after the other.
-listen=$(free_port)
-bg "$FERRY" --no-shutdown --proxy="socks5://127.0.0.1:$ms" \
-    -l -k "127.0.0.1:$listen" "localhost:$echo_port" 2> "$T/forwarder.err"
-forwarder=$LAST_PID
-wait_for_port "$listen"
-for i in 1 2; do
-    within 60 socat -t 30 - "TCP:127.0.0.1:$listen" < "$T/data" > "$T/got.$i" 2>/dev/null
-    assert_same_file "$T/data" "$T/got.$i" "forwarded client $i"
-done
-kill "$forwarder"; wait "$forwarder" 2>/dev/null || true
+forwarded "microsocks" "socks5://127.0.0.1:$ms"
 
 msa=$(free_port)
 bg microsocks -i 127.0.0.1 -p "$msa" -u alice -P 's3cr:t@' > /dev/null 2>&1

@@ -213,49 +213,41 @@ exchange_wait (const struct exchange *x, short events)
   }
 }
 
+/* Send or receive exactly @len bytes: never more, which would be the
+ * target's. */
 static bool
-send_all (const struct exchange *x, const void *buf, size_t len, GError **error)
+transfer (const struct exchange *x, void *buf, size_t len, bool sending, GError **error)
 {
-  const char *p = buf;
+  char *p = buf;
 
   while (len > 0) {
-    ssize_t n = send (x->fd, p, len, MSG_NOSIGNAL);
+    ssize_t n = sending ? send (x->fd, p, len, MSG_NOSIGNAL) : recv (x->fd, p, len, 0);
     int err;
     if (n > 0) {
       p += n;
       len -= (size_t) n;
       continue;
     }
-    if (errno != EAGAIN && errno != EINTR)
+    if (n == 0 && !sending)
+      return exchange_failed (x, 0, error);
+    if (n < 0 && errno != EAGAIN && errno != EINTR)
       return exchange_failed (x, errno, error);
-    if ((err = exchange_wait (x, POLLOUT)) >= 0)
+    if ((err = exchange_wait (x, sending ? POLLOUT : POLLIN)) >= 0)
       return exchange_failed (x, err, error);
   }
   return true;
 }
 
-/* Exactly @len bytes: never more, which would be the target's. */
+static bool
+send_all (const struct exchange *x, const void *buf, size_t len, GError **error)
+{
+  return transfer (x, (void *) buf, len, true, error);
+}
+
 static bool
 recv_exact (const struct exchange *x, void *buf, size_t len, GError **error)
 {
-  char *p = buf;
-
-  while (len > 0) {
-    ssize_t n = recv (x->fd, p, len, 0);
-    int err;
-    if (n > 0) {
-      p += n;
-      len -= (size_t) n;
-      continue;
-    }
-    if (n == 0)
-      return exchange_failed (x, 0, error);
-    if (errno != EAGAIN && errno != EINTR)
-      return exchange_failed (x, errno, error);
-    if ((err = exchange_wait (x, POLLIN)) >= 0)
-      return exchange_failed (x, err, error);
-  }
-  return true;
+  return transfer (x, buf, len, false, error);
 }
 
 static bool
