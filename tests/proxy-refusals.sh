@@ -14,18 +14,24 @@ port=$(free_port)
 proxy=127.0.0.1:$port
 target=example.test:22
 
+# The forged proxy in MODE, writing what it read to $T/MODE.log, and gone.
+forged_start () {  # MODE
+    bg python3 "$(dirname "$0")/forged-proxy.py" "$port" "$1" "$T/$1.log"
+    forged=$LAST_PID
+    wait_for_port "$port"
+}
+forged_stop () { kill "$forged"; wait "$forged" 2>/dev/null || true; }
+
 # MODE URL EXPECTED-LINE [FERRY-OPTION...]
 refusal () {
     local mode=$1 url=$2 expected=$3 rc=0
     shift 3
-    bg python3 "$(dirname "$0")/forged-proxy.py" "$port" "$mode" "$T/$mode.log"
-    local forged=$LAST_PID
-    wait_for_port "$port"
+    forged_start "$mode"
     : | within 10 "$FERRY" "$@" --proxy="$url" "$target" > "$T/out" 2> "$T/err" || rc=$?
     assert_eq 3 "$rc" "$mode: exit code"
     assert_eq "ferry: $expected" "$(cat "$T/err")" "$mode: message"
     assert_eq "" "$(cat "$T/out")" "$mode: nothing relayed"
-    kill "$forged"; wait "$forged" 2>/dev/null || true
+    forged_stop
 }
 
 refusal http-407 "http://$proxy" \
@@ -73,20 +79,57 @@ assert_eq 3 "$rc" "no proxy: exit code"
 assert_eq "ferry: cannot connect to proxy $proxy: Connection refused" "$(cat "$T/err")" "no proxy: message"
 
 # nc's -X connect -x HOST:PORT, and -X 5: the same lines, nc's exit 1.
-bg python3 "$(dirname "$0")/forged-proxy.py" "$port" http-407 "$T/nc.log"
-forged=$LAST_PID
-wait_for_port "$port"
+forged_start http-407
 rc=0
 : | within 10 "$FERRY" --compat=nc -X connect -x "$proxy" example.test 22 2> "$T/err" || rc=$?
 assert_eq 1 "$rc" "nc -X connect: exit code"
 assert_eq "nc: proxy $proxy refused CONNECT $target: 407 Proxy Authentication Required" \
     "$(cat "$T/err")" "nc -X connect: message"
-kill "$forged"; wait "$forged" 2>/dev/null || true
-bg python3 "$(dirname "$0")/forged-proxy.py" "$port" socks5-refused "$T/nc.log"
-forged=$LAST_PID
-wait_for_port "$port"
+forged_stop
+forged_start socks5-refused
 rc=0
 : | within 10 "$FERRY" --compat=nc -x "$proxy" example.test 22 2> "$T/err" || rc=$?
 assert_eq 1 "$rc" "nc -x (SOCKS5): exit code"
 assert_eq "nc: proxy $proxy refused SOCKS5 CONNECT $target: connection refused (5)" \
     "$(cat "$T/err")" "nc -x (SOCKS5): message"
+forged_stop
+
+# A stop signal in the handshake: 128 + the signal and one line, at once.
+forged_start silent
+in_handshake () { ss -Htn state established "dport = :$port" | grep -q .; }
+for sig in TERM INT HUP; do
+    $DFL "$FERRY" --proxy="http://$proxy" "$target" < /dev/null 2> "$T/err" &
+    pid=$!
+    track "$pid"
+    wait_until 20 in_handshake
+    kill -"$sig" "$pid"
+    rc=0
+    wait_exit 5 "$pid" || rc=$?
+    assert_eq $((128 + $(kill -l "$sig"))) "$rc" "SIG$sig in the handshake: exit code"
+    assert_eq "ferry: stopped by SIG$sig while connecting to $target" "$(cat "$T/err")" \
+        "SIG$sig in the handshake: the one line"
+    wait_until 10 eval "! in_handshake"
+done
+forged_stop
+
+# Malformed URLs: a usage error naming what is wrong, exit 2.
+expected="(expected SCHEME://[USER[:PASS]@]HOST[:PORT], SCHEME http, socks4, socks4a or socks5)"
+while IFS='|' read -r url reason; do
+    rc=0
+    "$FERRY" --proxy="$url" "$target" 2> "$T/err" || rc=$?
+    assert_eq 2 "$rc" "--proxy=$url: exit code"
+    assert_eq "ferry: invalid --proxy '$url': $reason; see 'ferry --help'" "$(cat "$T/err")" \
+        "--proxy=$url: message"
+done <<URLS
+127.0.0.1:3128|no scheme $expected
+ftp://127.0.0.1|unknown scheme 'ftp' $expected
+http://|no host $expected
+http://127.0.0.1:99999|Port ‘99999’ in URI is out of range $expected
+socks5://127.0.0.1:1080/x|a path, query or fragment after HOST[:PORT] $expected
+socks4://u:p@127.0.0.1|socks4 carries a user id, not a password
+URLS
+rc=0
+"$FERRY" --compat=nc -X 6 -x "$proxy" "${target%:*}" 22 2> "$T/err" || rc=$?
+assert_eq 1 "$rc" "nc -X 6: exit code"
+assert_eq "nc: unknown proxy protocol '6' (expected -X connect, 4 or 5)" "$(cat "$T/err")" \
+    "nc -X 6: message"

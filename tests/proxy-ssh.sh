@@ -3,10 +3,13 @@
 # to the host and port that ~/.ssh/config makes of the address.  1 MiB
 # each way through a direct-tcpip channel over a session that microsocks
 # carries (its log shows the connection to sshd), also with a Host alias;
-# a proxy that cannot reach sshd: its answer, exit 3.
+# a proxy that cannot reach sshd: its answer, exit 3.  And OpenSSH's own
+# SOCKS server (ssh -D), the real SOCKS4a one here: 4 MiB echoed through
+# it as SOCKS4a and SOCKS5, the name resolved by sshd.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 need socat microsocks
+. "$(dirname "$0")/lib-proxy.sh"
 
 start_sshd main /usr/bin:/bin
 ms=$(free_port)
@@ -33,3 +36,9 @@ rc=0
 assert_eq 3 "$rc" "sshd unreachable through the proxy: exit code"
 assert_eq "ferry: proxy 127.0.0.1:$ms refused SOCKS5 CONNECT 127.0.0.1:$closed: connection refused (5)" \
     "$(cat "$T/err")" "sshd unreachable through the proxy: message"
+
+dynamic=$(free_port)
+bg "$SSH_CMD" -N -D "127.0.0.1:$dynamic" -p "$SSHD_PORT" 127.0.0.1
+wait_for_port "$dynamic"
+through "ssh -D, SOCKS4a" --proxy="socks4a://127.0.0.1:$dynamic" "localhost:$echo_port"
+through "ssh -D, SOCKS5" --proxy="socks5://127.0.0.1:$dynamic" "localhost:$echo_port"

@@ -179,6 +179,7 @@ struct exchange {
   int timeout_ms;
   const char *request;        /* "CONNECT", "SOCKS5 CONNECT", ... */
   char *target;               /* "HOST:PORT" as asked for */
+  const char *name;           /* the address, for a stop signal's message */
 };
 
 /* The error of a failed wait or transfer: @err is errno, 0 for a peer
@@ -186,7 +187,7 @@ struct exchange {
 static bool
 exchange_failed (const struct exchange *x, int err, GError **error)
 {
-  if (err == EINTR && signal_watch_set_stopped (error, x->target))
+  if (err == EINTR && signal_watch_set_stopped (error, x->name))
     return false;
   if (err == 0)
     return ferry_set_error (error, FERRY_EXIT_CONNECT, "proxy %s closed the connection during "
@@ -519,13 +520,14 @@ handshake_socks5 (const struct exchange *x, const char *host, const char *port,
 
 bool
 proxy_handshake (const struct proxy *p, int fd, const char *host, const char *port,
-                 int timeout_ms, GError **error)
+                 const char *name, int timeout_ms, GError **error)
 {
   struct exchange x = {
     .proxy = p,
     .fd = fd,
     .deadline = timeout_ms < 0 ? -1 : g_get_monotonic_time () + timeout_ms * G_GINT64_CONSTANT (1000),
     .timeout_ms = timeout_ms,
+    .name = name,
     .target = strchr (host, ':') ? g_strdup_printf ("[%s]:%s", host, port)
                                  : g_strdup_printf ("%s:%s", host, port),
   };

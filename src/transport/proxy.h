@@ -48,10 +48,11 @@ void proxy_free (struct proxy *proxy);
 /* Ask @proxy, connected on @fd (non-blocking), for a tunnel to @host
  * @port, waiting at most @timeout_ms in all (-1: forever).  On failure a
  * FERRY_EXIT_CONNECT error, "proxy NAME refused CONNECT HOST:PORT: ITS
- * ANSWER" or what went wrong, or a stop signal's.  Nothing of the
- * target's bytes is read. */
+ * ANSWER" or what went wrong, or a stop signal's, "stopped by SIGTERM
+ * while connecting to @name".  Nothing of the target's bytes is read. */
 bool proxy_handshake (const struct proxy *proxy, int fd, const char *host,
-                      const char *port, int timeout_ms, GError **error);
+                      const char *port, const char *name, int timeout_ms,
+                      GError **error);
 
 typedef struct proxy FerryProxy;
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FerryProxy, proxy_free)

@@ -109,7 +109,7 @@ tcp_connect (const char *host, const char *port, const char *name,
   }
   what = g_strdup_printf ("proxy %s", proxy->name);
   fd = connect_tcp_direct (proxy->host, proxy->port, opts, what, name, error);
-  if (fd >= 0 && !proxy_handshake (proxy, fd, host, port, connect_timeout_ms (opts), error)) {
+  if (fd >= 0 && !proxy_handshake (proxy, fd, host, port, name, connect_timeout_ms (opts), error)) {
     close (fd);
     return -1;
   }
