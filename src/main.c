@@ -479,9 +479,10 @@ static const struct option {
   { "connect-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.connect.timeout), "SECS",
     "Give up connecting after SECS" },
   { "proxy", 0, GROUP_RELAY, parse_proxy, FIELD (options.connect.proxy), "URL",
-    "Make TCP connections (and ssh://'s) through the proxy URL: "
-    "http://[USER[:PASS]@]HOST[:PORT] (CONNECT), socks4://, socks4a:// or "
-    "socks5://[USER[:PASS]@]HOST[:PORT] (the proxy resolves names)" },
+    "Make TCP connections (and ssh sessions') through a proxy: "
+    "http://[USER[:PASS]@]HOST[:PORT] (CONNECT), socks4://[USER@]HOST[:PORT], "
+    "socks4a:// or socks5://[USER[:PASS]@]HOST[:PORT] (these two let the proxy "
+    "resolve names)" },
   { "progress", 0, GROUP_RELAY, parse_progress, FIELD (options.progress), "WHEN",
     "A live line on stderr: bytes, MiB/s, percent and ETA of a sized stdin or "
     "an NBD stream (WHEN: auto, the default, only on a terminal; always; never; "

@@ -23,6 +23,15 @@ refused "microsocks, closed target" 3 \
 
 forwarded "microsocks" "socks5://127.0.0.1:$ms"
 
+# A proxy on an IPv6 literal, and nc's -x [V6ADDR]:PORT.
+ms6=$(free_port)
+bg microsocks -i ::1 -p "$ms6" > /dev/null 2>&1
+wait_for_port "$ms6"
+through "microsocks on [::1]" --no-shutdown --proxy="socks5://[::1]:$ms6" "localhost:$echo_port"
+refused "nc -x [::1], closed target" 1 \
+    "nc: proxy [::1]:$ms6 refused SOCKS5 CONNECT 127.0.0.1:$closed: connection refused (5)" \
+    --compat=nc -x "[::1]:$ms6" 127.0.0.1 "$closed"
+
 msa=$(free_port)
 bg microsocks -i 127.0.0.1 -p "$msa" -u alice -P 's3cr:t@' > /dev/null 2>&1
 wait_for_port "$msa"
