@@ -123,7 +123,7 @@ while IFS='|' read -r url reason; do
 done <<URLS
 127.0.0.1:3128|no scheme $expected
 ftp://127.0.0.1|unknown scheme 'ftp' $expected
-http://|no host $expected
+http://|no host
 http://127.0.0.1:99999|Port ‘99999’ in URI is out of range $expected
 socks5://127.0.0.1:1080/x|a path, query or fragment after HOST[:PORT] $expected
 socks4://u:p@127.0.0.1|socks4 carries a user id, not a password

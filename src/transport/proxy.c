@@ -49,22 +49,23 @@ proxy_free (struct proxy *p)
   g_free (p);
 }
 
-/* The fields every form sets; checks the lengths SOCKS can carry. */
+/* The fields every form sets, from @option's @text ("--proxy", "-x");
+ * checks the lengths SOCKS can carry. */
 static struct proxy *
-proxy_new (const char *url, enum proxy_kind kind, const char *host, const char *port,
-           const char *user, const char *password, GError **error)
+proxy_new (const char *option, const char *text, enum proxy_kind kind, const char *host,
+           const char *port, const char *user, const char *password, GError **error)
 {
   g_autoptr (FerryProxy) p = g_new0 (struct proxy, 1);
 
   if (*host == '\0') {
-    ferry_set_error (error, FERRY_EXIT_USAGE, "invalid --proxy '%s': no host (" EXPECTED_URL ")",
-                     url);
+    ferry_set_error (error, FERRY_EXIT_USAGE, "invalid %s '%s': no host", option, text);
     return NULL;
   }
   /* RFC 1929 gives each a length byte. */
   if ((user && strlen (user) > 255) || (password && strlen (password) > 255)) {
     ferry_set_error (error, FERRY_EXIT_USAGE,
-                     "invalid --proxy '%s': the user or password is longer than 255 bytes", url);
+                     "invalid %s '%s': the user or password is longer than 255 bytes",
+                     option, text);
     return NULL;
   }
   p->kind = kind;
@@ -121,8 +122,9 @@ proxy_parse (const char *url, GError **error)
   }
   port = g_uri_get_port (uri) > 0 ? g_strdup_printf ("%d", g_uri_get_port (uri))
                                   : g_strdup (schemes[i].default_port);
-  return proxy_new (url, schemes[i].kind, g_uri_get_host (uri) ? g_uri_get_host (uri) : "",
-                    port, g_uri_get_user (uri), g_uri_get_password (uri), error);
+  return proxy_new ("--proxy", url, schemes[i].kind,
+                    g_uri_get_host (uri) ? g_uri_get_host (uri) : "", port,
+                    g_uri_get_user (uri), g_uri_get_password (uri), error);
 }
 
 struct proxy *
@@ -148,8 +150,8 @@ proxy_from_nc (const char *protocol, const char *host_port, const char *user, GE
   if (host_port[0] == '[') {
     const char *close = strchr (host_port, ']');
     if (close == NULL || (close[1] != '\0' && close[1] != ':')) {
-      ferry_set_error (error, FERRY_EXIT_USAGE, "invalid proxy address '%s' (expected -x "
-                       "HOST[:PORT] or [V6ADDR]:PORT)", host_port);
+      ferry_set_error (error, FERRY_EXIT_USAGE, "invalid -x '%s': expected HOST[:PORT] "
+                       "or [V6ADDR]:PORT", host_port);
       return NULL;
     }
     host = g_strndup (host_port + 1, close - host_port - 1);
@@ -162,13 +164,14 @@ proxy_from_nc (const char *protocol, const char *host_port, const char *user, GE
     port = NULL;
   }
   if (port && *port == '\0') {
-    ferry_set_error (error, FERRY_EXIT_USAGE, "invalid proxy address '%s': empty port", host_port);
+    ferry_set_error (error, FERRY_EXIT_USAGE, "invalid -x '%s': empty port", host_port);
     return NULL;
   }
   if (port == NULL)
     port = kind == PROXY_HTTP ? "3128" : "1080";
   /* As netcat, -P is for CONNECT only (it prompts for the password). */
-  return proxy_new (host_port, kind, host, port, kind == PROXY_HTTP ? user : NULL, NULL, error);
+  return proxy_new ("-x", host_port, kind, host, port, kind == PROXY_HTTP ? user : NULL, NULL,
+                    error);
 }
 
 /* One handshake: the socket, its deadline, and the names messages give. */
@@ -331,8 +334,9 @@ handshake_http (const struct exchange *x, GError **error)
   if (status / 100 == 2)
     return true;
   /* "HTTP/1.1 407 Proxy Authentication Required": from the code on. */
-  const char *answer = strchr (head, ' ') + 1;
-  for (char *c = (char *) answer; *c; c++)
+  char *answer = head + strcspn (head, " \t");
+  answer += strspn (answer, " \t");
+  for (char *c = answer; *c; c++)
     if ((unsigned char) *c < 0x20 || (unsigned char) *c == 0x7f)
       *c = '?';
   return refused (x, error, "%.200s", answer);
