@@ -185,6 +185,10 @@ compat_nc_main (int argc, char **argv)
     return rc;
   argc -= optind;
   argv += optind;
+  if (flags.proxy_address && (options.listen || flags.unix_socket)) {
+    ferry_error ("no proxy support for %s", options.listen ? "listen" : "unix sockets");
+    return 1;
+  }
   if (flags.proxy_address &&
       (options.connect.proxy = proxy = proxy_from_nc (flags.proxy_protocol, flags.proxy_address,
                                                       flags.proxy_user, &error)) == NULL) {

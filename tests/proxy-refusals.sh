@@ -131,5 +131,12 @@ URLS
 rc=0
 "$FERRY" --compat=nc -X 6 -x "$proxy" "${target%:*}" 22 2> "$T/err" || rc=$?
 assert_eq 1 "$rc" "nc -X 6: exit code"
-assert_eq "nc: unknown proxy protocol '6' (expected -X connect, 4 or 5)" "$(cat "$T/err")" \
+assert_eq "nc: unsupported proxy protocol '6' (expected -X connect, 4 or 5)" "$(cat "$T/err")" \
     "nc -X 6: message"
+# As netcat-openbsd's: no proxy for -l or -U.
+for args in "-l 1234|listen" "-U $T/none.sock|unix sockets"; do
+    rc=0
+    "$FERRY" --compat=nc -x "$proxy" ${args%|*} 2> "$T/err" || rc=$?
+    assert_eq 1 "$rc" "nc -x ${args%|*}: exit code"
+    assert_eq "nc: no proxy support for ${args#*|}" "$(cat "$T/err")" "nc -x ${args%|*}: message"
+done

@@ -141,8 +141,8 @@ proxy_from_nc (const char *protocol, const char *host_port, const char *user, GE
   else if (g_ascii_strcasecmp (protocol, "connect") == 0)
     kind = PROXY_HTTP;
   else {
-    ferry_set_error (error, FERRY_EXIT_USAGE, "unknown proxy protocol '%s' (expected -X connect, "
-                     "4 or 5)", protocol);
+    ferry_set_error (error, FERRY_EXIT_USAGE, "unsupported proxy protocol '%s' (expected -X "
+                     "connect, 4 or 5)", protocol);
     return NULL;
   }
   /* HOST, HOST:PORT, [V6ADDR] or [V6ADDR]:PORT; a bare IPv6 literal has
