@@ -32,6 +32,14 @@ through "tinyproxy, HOST PORT" --no-shutdown --proxy="http://127.0.0.1:$open" \
     127.0.0.1 "$echo_port"
 through "nc -d -X connect -x" --compat=nc -d -X connect -x "127.0.0.1:$open" \
     localhost "$send_port"
+# netcat-openbsd's own nc, the same way: the same bytes, the same exit code.
+if command -v nc.openbsd > /dev/null; then
+    rc=0
+    within 60 nc.openbsd -d -X connect -x "127.0.0.1:$open" localhost "$send_port" \
+        > "$T/got.nc" || rc=$?
+    assert_eq 0 "$rc" "nc.openbsd -d -X connect -x: exit code"
+    assert_same_file "$T/data" "$T/got.nc" "nc.openbsd -d -X connect -x"
+fi
 
 forwarded "tinyproxy" "http://127.0.0.1:$open"
 
