@@ -63,6 +63,20 @@ refusal socks4-rejected "socks4a://carol@$proxy" \
 # VN 4, CD 1, port 22, 0.0.0.1, "carol", the name.
 assert_eq "04010016""00000001""$(printf carol | hex)00$(printf example.test | hex)00" \
     "$(tail -1 "$T/socks4-rejected.log")" "SOCKS4a request"
+# What SOCKS4 cannot carry: an IPv6 address, a name this host cannot
+# resolve (the resolver's reason varies: only the frame is checked).
+forged_start socks4-rejected
+rc=0
+: | within 10 "$FERRY" --proxy="socks4://$proxy" "[::1]:22" 2> "$T/err" || rc=$?
+assert_eq 3 "$rc" "SOCKS4 to IPv6: exit code"
+assert_eq "ferry: cannot connect to '[::1]:22' through proxy $proxy: SOCKS4 carries no IPv6 address (use socks5://)" \
+    "$(cat "$T/err")" "SOCKS4 to IPv6: message"
+rc=0
+: | within 20 "$FERRY" --proxy="socks4://$proxy" "$target" 2> "$T/err" || rc=$?
+assert_eq 3 "$rc" "SOCKS4 to a name: exit code"
+grep -qx "ferry: cannot connect to '$target' through proxy $proxy: .* (SOCKS4 needs an IPv4 address; socks4a:// lets the proxy resolve it)" \
+    "$T/err" || fail "SOCKS4 to a name: message: $(cat "$T/err")"
+forged_stop
 refusal close-early "http://$proxy" "proxy $proxy closed the connection during CONNECT $target"
 refusal close-early "socks5://$proxy" \
     "proxy $proxy closed the connection during SOCKS5 CONNECT $target"

@@ -351,7 +351,7 @@ port_number (const struct exchange *x, const char *port, uint16_t *out, GError *
 
   if (getaddrinfo ("0.0.0.0", port, &hints, &ai) != 0)
     return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s' through "
-                            "proxy %s: unknown port '%s'", x->target, x->proxy->name, port);
+                            "proxy %s: unknown port '%s'", x->name, x->proxy->name, port);
   *out = ntohs (((struct sockaddr_in *) ai->ai_addr)->sin_port);
   freeaddrinfo (ai);
   return true;
@@ -386,7 +386,7 @@ handshake_socks4 (const struct exchange *x, const char *host, const char *port,
     if (strchr (host, ':'))
       return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s' through "
                               "proxy %s: SOCKS4 carries no IPv6 address (use socks5://)",
-                              x->target, p->name);
+                              x->name, p->name);
     if (p->kind == PROXY_SOCKS4A) {
       ip.s_addr = htonl (1);  /* 0.0.0.1: the name follows */
       send_name = true;
@@ -397,7 +397,7 @@ handshake_socks4 (const struct exchange *x, const char *host, const char *port,
       if (r != 0)
         return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s' through "
                                 "proxy %s: %s (SOCKS4 needs an IPv4 address; socks4a:// "
-                                "lets the proxy resolve it)", x->target, p->name,
+                                "lets the proxy resolve it)", x->name, p->name,
                                 r == EAI_SYSTEM ? g_strerror (errno) : gai_strerror (r));
       ip = ((struct sockaddr_in *) ai->ai_addr)->sin_addr;
       freeaddrinfo (ai);
@@ -479,7 +479,7 @@ handshake_socks5 (const struct exchange *x, const char *host, const char *port,
     return false;
   if (strlen (host) > 255)
     return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s' through proxy "
-                            "%s: SOCKS5 carries names of 255 bytes at most", x->target, p->name);
+                            "%s: SOCKS5 carries names of 255 bytes at most", x->name, p->name);
   if (!send_all (x, greeting, p->user ? 4 : 3, error) || !recv_exact (x, reply, 2, error))
     return false;
   if (reply[0] != 5 || (reply[1] != 0 && reply[1] != 0xff && !(reply[1] == 2 && p->user)))
