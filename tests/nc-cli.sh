@@ -6,7 +6,8 @@
 need socat
 ferry_link nc
 NC="$T/bin/nc"
-usage="usage: nc [-46dhklNUvz] [-q seconds] [-w timeout] [destination] [port]
+usage="usage: nc [-46dhklNUvz] [-P proxy_username] [-q seconds] [-w timeout]
+          [-X proxy_protocol] [-x proxy_address[:port]] [destination] [port]
        nc -U [-dhklNvz] [-q seconds] [-w timeout] path"
 
 check () {  # EXPECTED-RC EXPECTED-STDERR ARGS...
@@ -21,7 +22,9 @@ check () {  # EXPECTED-RC EXPECTED-STDERR ARGS...
 
 check 1 "nc: option requires an argument -- 'q'
 $usage" -q
-check 1 "nc: invalid option -- 'x'
+check 1 "nc: invalid option -- 'j'
+$usage" -j
+check 1 "nc: option requires an argument -- 'x'
 $usage" -x
 check 1 "nc: must use -l with -k" -k localhost 1
 check 1 "nc: quit timer invalid: soon" -q soon -U /x
