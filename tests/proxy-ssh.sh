@@ -5,9 +5,11 @@
 # carries (its log shows the connection to sshd), also with a Host alias;
 # a proxy that cannot reach sshd: its answer, exit 3.  And OpenSSH's own
 # SOCKS server (ssh -D), the real SOCKS4a one here: 4 MiB echoed through
-# it as SOCKS4a and SOCKS5, the name resolved by sshd.
+# it as SOCKS4a and SOCKS5, the name resolved by sshd.  A remote ferry
+# copy's session goes through it too.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
+. "$(dirname "$0")/lib-nbd-stream.sh"
 need socat microsocks
 . "$(dirname "$0")/lib-proxy.sh"
 
@@ -28,6 +30,17 @@ ssh_bulk_both_ways $((4 * 1024 * 1024)) "TCP-LISTEN:$port,bind=127.0.0.1,reusead
     --proxy="socks5://127.0.0.1:$ms" "ssh://tunnelled?tcp=127.0.0.1:$port&proxy=direct"
 assert_contains "$T/microsocks.log" "connected to 127.0.0.1:$SSHD_PORT" \
     "microsocks carried the alias's session"
+
+# ferry copy to the alias: its 2 streams' session through microsocks.
+sparse_image "$T/a.img" 64 64
+mkdir "$T/far"
+: > "$T/microsocks.log"
+within 120 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" copy --proxy="socks5://127.0.0.1:$ms" \
+    --remote-helper="$FERRY" --streams=2 "$T/a.img" "tunnelled:$T/far/up.img" ||
+    fail "ferry copy through the proxy"
+cmp "$T/a.img" "$T/far/up.img" || fail "ferry copy through the proxy: the copy differs"
+assert_contains "$T/microsocks.log" "connected to 127.0.0.1:$SSHD_PORT" \
+    "microsocks carried ferry copy's session"
 
 closed=$(free_port)
 rc=0
