@@ -111,19 +111,7 @@ forged_stop
 # A stop signal in the handshake: 128 + the signal and one line, at once.
 forged_start silent
 in_handshake () { ss -Htn state established "dport = :$port" | grep -q .; }
-for sig in TERM INT HUP; do
-    $DFL "$FERRY" --proxy="http://$proxy" "$target" < /dev/null 2> "$T/err" &
-    pid=$!
-    track "$pid"
-    wait_until 20 in_handshake
-    kill -"$sig" "$pid"
-    rc=0
-    wait_exit 5 "$pid" || rc=$?
-    assert_eq $((128 + $(kill -l "$sig"))) "$rc" "SIG$sig in the handshake: exit code"
-    assert_eq "ferry: stopped by SIG$sig while connecting to $target" "$(cat "$T/err")" \
-        "SIG$sig in the handshake: the one line"
-    wait_until 10 eval "! in_handshake"
-done
+stop_while_connecting "$target" "in the handshake" in_handshake -- --proxy="http://$proxy"
 forged_stop
 
 # Malformed URLs: a usage error naming what is wrong, exit 2.
