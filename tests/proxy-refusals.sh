@@ -142,3 +142,23 @@ for args in "-l 1234|listen" "-U $T/none.sock|unix sockets"; do
     assert_eq 1 "$rc" "nc -x ${args%|*}: exit code"
     assert_eq "nc: no proxy support for ${args#*|}" "$(cat "$T/err")" "nc -x ${args%|*}: message"
 done
+
+# The default ports, netcat's: 3128 for CONNECT, 1080 for SOCKS (named by
+# the refusal when nothing listens there; else this part is passed over).
+if ! ss -Hltn "sport = :1080 or sport = :3128" | grep -q .; then
+    while IFS='|' read -r expected_rc default args; do
+        rc=0
+        # shellcheck disable=SC2086
+        : | within 10 "$FERRY" $args 2> "$T/err" || rc=$?
+        assert_eq "$expected_rc" "$rc" "$args: exit code"
+        grep -qx "[a-z]*: cannot connect to proxy 127.0.0.1:$default: Connection refused" "$T/err" ||
+            fail "$args: not port $default: $(cat "$T/err")"
+    done <<ARGS
+3|3128|--proxy=http://127.0.0.1 $target
+3|1080|--proxy=socks5://127.0.0.1 $target
+3|1080|--proxy=socks4a://127.0.0.1 $target
+1|1080|--compat=nc -x 127.0.0.1 example.test 22
+1|3128|--compat=nc -X connect -x 127.0.0.1 example.test 22
+1|1080|--compat=nc -X 4 -x 127.0.0.1 example.test 22
+ARGS
+fi
