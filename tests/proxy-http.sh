@@ -61,7 +61,50 @@ refused "tinyproxy BasicAuth, no credentials" 3 \
 refused "tinyproxy BasicAuth, wrong password" 3 \
     "ferry: proxy 127.0.0.1:$auth refused CONNECT localhost:$echo_port: 401 Unauthorized" \
     --proxy="http://alice:wrong@127.0.0.1:$auth" "localhost:$echo_port"
-# nc's -P sends the user with an empty password (netcat would prompt).
-refused "nc -P, BasicAuth" 1 \
-    "nc: proxy 127.0.0.1:$auth refused CONNECT localhost:$echo_port: 401 Unauthorized" \
-    --compat=nc -X connect -x "127.0.0.1:$auth" -P alice localhost "$echo_port"
+# nc's -P, as netcat's: no credentials until a 407, then the password is
+# asked for on the terminal and sent on a new connection.  Without a
+# terminal (setsid: no controlling one), the 407 stands.
+rc=0
+within 20 setsid -w "$FERRY" --compat=nc -d -X connect -x "127.0.0.1:$auth" -P alice \
+    localhost "$send_port" > "$T/out" 2> "$T/err" || rc=$?
+assert_eq 1 "$rc" "nc -P, no terminal: exit code"
+assert_eq "nc: proxy 127.0.0.1:$auth refused CONNECT localhost:$send_port: 407 Proxy Authentication Required" \
+    "$(cat "$T/err")" "nc -P, no terminal: message"
+# On a pty as its terminal, stdio in files: ANSWER typed at the prompt.
+cat > "$T/on-a-pty.py" <<'PY'
+import os, pty, select, sys, time
+answer, out, err, argv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+pid, master = pty.fork()
+if pid == 0:
+    os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
+    os.dup2(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 1)
+    os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+    os.execvp(argv[0], argv)
+seen, status, deadline = b"", None, time.monotonic() + 60
+while status is None and time.monotonic() < deadline:
+    if select.select([master], [], [], 0.1)[0]:
+        try:
+            seen += os.read(master, 4096)
+        except OSError:
+            pass
+        if seen.endswith(b": "):
+            os.write(master, answer.encode() + b"\n")
+    p, st = os.waitpid(pid, os.WNOHANG)
+    if p:
+        status = os.waitstatus_to_exitcode(st)
+print(status)
+print(seen.decode(errors="replace").replace("\r", "").strip())
+PY
+on_a_pty () {  # ANSWER FERRY-ARG...
+    local answer=$1; shift
+    python3 "$T/on-a-pty.py" "$answer" "$T/got" "$T/err" "$FERRY" "$@" > "$T/pty"
+}
+on_a_pty s3cr-t --compat=nc -d -X connect -x "127.0.0.1:$auth" -P alice localhost "$send_port"
+assert_eq "0
+Proxy password for alice@127.0.0.1:$auth:" "$(cat "$T/pty")" "nc -P on a terminal: exit code, the prompt"
+assert_same_file "$T/data" "$T/got" "nc -P on a terminal: 4 MiB through"
+assert_eq "" "$(cat "$T/err")" "nc -P on a terminal: stderr"
+on_a_pty wrong --compat=nc -d -X connect -x "127.0.0.1:$auth" -P alice localhost "$send_port"
+assert_eq "1" "$(head -1 "$T/pty")" "nc -P, a wrong password: exit code"
+assert_eq "nc: proxy 127.0.0.1:$auth refused CONNECT localhost:$send_port: 401 Unauthorized" \
+    "$(cat "$T/err")" "nc -P, a wrong password: message"

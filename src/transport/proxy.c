@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "signal-watch.h"
+#include "tty-prompt.h"
 
 /* The longest HTTP answer head read: a proxy's error page comes after it. */
 #define HTTP_HEAD_MAX 16384
@@ -169,14 +170,17 @@ proxy_from_nc (const char *protocol, const char *host_port, const char *user, GE
   }
   if (port == NULL)
     port = kind == PROXY_HTTP ? "3128" : "1080";
-  /* As netcat, -P is for CONNECT only (it prompts for the password). */
-  return proxy_new ("-x", host_port, kind, host, port, kind == PROXY_HTTP ? user : NULL, NULL,
-                    error);
+  /* As netcat, -P is for CONNECT only, and its password is asked for. */
+  struct proxy *p = proxy_new ("-x", host_port, kind, host, port,
+                               kind == PROXY_HTTP ? user : NULL, NULL, error);
+  if (p)
+    p->ask_password = p->user != NULL;
+  return p;
 }
 
 /* One handshake: the socket, its deadline, and the names messages give. */
 struct exchange {
-  const struct proxy *proxy;
+  struct proxy *proxy;
   int fd;
   gint64 deadline;            /* monotonic microseconds; -1: none */
   int timeout_ms;
@@ -289,11 +293,28 @@ malformed (const struct exchange *x, const void *bytes, size_t len, GError **err
                           len > 40 ? "..." : "");
 }
 
-/* HTTP CONNECT (RFC 9110 9.3.6): any 2xx opens the tunnel. */
+/* nc -P, as netcat: the proxy said 407 to a request without a password;
+ * ask for it on the terminal for the next connection's.  False without a
+ * terminal. */
 static bool
-handshake_http (const struct exchange *x, GError **error)
+ask_password (struct proxy *p)
 {
-  const struct proxy *p = x->proxy;
+  char password[256];
+  g_autofree char *prompt = g_strdup_printf ("Proxy password for %s@%s: ", p->user, p->name);
+
+  if (!tty_prompt (prompt, password, sizeof password, false))
+    return false;
+  p->password = g_strdup (password);
+  explicit_bzero (password, sizeof password);
+  return true;
+}
+
+/* HTTP CONNECT (RFC 9110 9.3.6): any 2xx opens the tunnel.  *@retry: a
+ * 407 got nc -P's password, for a new connection to send. */
+static bool
+handshake_http (const struct exchange *x, bool *retry, GError **error)
+{
+  struct proxy *p = x->proxy;
   g_autoptr (GString) request = g_string_new (NULL);
   char head[HTTP_HEAD_MAX + 1];
   size_t len = 0;
@@ -301,7 +322,8 @@ handshake_http (const struct exchange *x, GError **error)
   char *eol;
 
   g_string_printf (request, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n", x->target, x->target);
-  if (p->user) {
+  /* nc -P sends none until the proxy asks, as netcat. */
+  if (p->user && !(p->ask_password && p->password == NULL)) {
     g_autofree char *pair = g_strconcat (p->user, ":", p->password ? p->password : "", NULL);
     g_autofree char *basic = g_base64_encode ((const guchar *) pair, strlen (pair));
     g_string_append_printf (request, "Proxy-Authorization: Basic %s\r\n", basic);
@@ -333,6 +355,10 @@ handshake_http (const struct exchange *x, GError **error)
     return malformed (x, head, strlen (head), error);
   if (status / 100 == 2)
     return true;
+  if (status == 407 && p->ask_password && p->password == NULL && ask_password (p)) {
+    *retry = true;
+    return false;
+  }
   /* "HTTP/1.1 407 Proxy Authentication Required": from the code on. */
   char *answer = head + strcspn (head, " \t");
   answer += strspn (answer, " \t");
@@ -522,8 +548,8 @@ handshake_socks5 (const struct exchange *x, const char *host, const char *port,
   return recv_exact (x, reply + 5, rest, error);
 }
 
-bool
-proxy_handshake (const struct proxy *p, int fd, const char *host, const char *port,
+enum proxy_result
+proxy_handshake (struct proxy *p, int fd, const char *host, const char *port,
                  const char *name, int timeout_ms, GError **error)
 {
   struct exchange x = {
@@ -535,12 +561,12 @@ proxy_handshake (const struct proxy *p, int fd, const char *host, const char *po
     .target = strchr (host, ':') ? g_strdup_printf ("[%s]:%s", host, port)
                                  : g_strdup_printf ("%s:%s", host, port),
   };
-  bool ok = false;
+  bool ok = false, retry = false;
 
   switch (p->kind) {
   case PROXY_HTTP:
     x.request = "CONNECT";
-    ok = handshake_http (&x, error);
+    ok = handshake_http (&x, &retry, error);
     break;
   case PROXY_SOCKS4:
   case PROXY_SOCKS4A:
@@ -553,5 +579,5 @@ proxy_handshake (const struct proxy *p, int fd, const char *host, const char *po
     break;
   }
   g_free (x.target);
-  return ok;
+  return ok ? PROXY_TUNNEL : retry ? PROXY_RETRY : PROXY_FAILED;
 }

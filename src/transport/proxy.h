@@ -30,6 +30,16 @@ struct proxy {
   char *host;                 /* name or literal, brackets removed */
   char *port;                 /* number or service name */
   char *name;                 /* "HOST:PORT" for messages, never the password */
+  bool ask_password;          /* nc -P: a 407 to a request without @password
+                                 asks for it on the terminal, for the next
+                                 connection (netcat's way) */
+};
+
+enum proxy_result {
+  PROXY_TUNNEL,               /* the tunnel is open */
+  PROXY_FAILED,               /* refused, or broken: the error says which */
+  PROXY_RETRY,                /* nc -P's password was asked for after a 407:
+                                 connect again, to send it */
 };
 
 /* Parse a --proxy URL.  NULL with a FERRY_EXIT_USAGE error, "invalid
@@ -37,7 +47,7 @@ struct proxy {
 struct proxy *proxy_parse (const char *url, GError **error);
 
 /* nc's -X PROTOCOL ("connect", "4": SOCKS4, "5", or NULL: SOCKS5), -x
- * HOST[:PORT] and -P USER (or NULL; CONNECT only, with an empty password),
+ * HOST[:PORT] and -P USER (or NULL; CONNECT only, its password asked for),
  * with netcat's default ports.  NULL with a FERRY_EXIT_USAGE error naming
  * what is wrong. */
 struct proxy *proxy_from_nc (const char *protocol, const char *host_port,
@@ -46,13 +56,13 @@ struct proxy *proxy_from_nc (const char *protocol, const char *host_port,
 void proxy_free (struct proxy *proxy);
 
 /* Ask @proxy, connected on @fd (non-blocking), for a tunnel to @host
- * @port, waiting at most @timeout_ms in all (-1: forever).  On failure a
- * FERRY_EXIT_CONNECT error, "proxy NAME refused CONNECT HOST:PORT: ITS
+ * @port, waiting at most @timeout_ms in all (-1: forever).  PROXY_FAILED
+ * with a FERRY_EXIT_CONNECT error, "proxy NAME refused CONNECT HOST:PORT: ITS
  * ANSWER" or what went wrong, or a stop signal's, "stopped by SIGTERM
  * while connecting to @name".  Nothing of the target's bytes is read. */
-bool proxy_handshake (const struct proxy *proxy, int fd, const char *host,
-                      const char *port, const char *name, int timeout_ms,
-                      GError **error);
+enum proxy_result proxy_handshake (struct proxy *proxy, int fd, const char *host,
+                                   const char *port, const char *name, int timeout_ms,
+                                   GError **error);
 
 typedef struct proxy FerryProxy;
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FerryProxy, proxy_free)

@@ -97,19 +97,27 @@ connect_tcp_direct (const char *host, const char *port, const struct connect_opt
 
 int
 tcp_connect (const char *host, const char *port, const char *name,
-                const struct connect_options *opts, GError **error)
+             const struct connect_options *opts, GError **error)
 {
-  const struct proxy *proxy = opts->proxy;
+  struct proxy *proxy = opts->proxy;
   g_autofree char *what = NULL;
-  int fd;
+  enum proxy_result result = PROXY_RETRY;
+  int fd = -1;
 
   if (proxy == NULL) {
     what = g_strdup_printf ("'%s'", name);
     return connect_tcp_direct (host, port, opts, what, name, error);
   }
   what = g_strdup_printf ("proxy %s", proxy->name);
-  fd = connect_tcp_direct (proxy->host, proxy->port, opts, what, name, error);
-  if (fd >= 0 && !proxy_handshake (proxy, fd, host, port, name, connect_timeout_ms (opts), error)) {
+  while (result == PROXY_RETRY) {
+    if (fd >= 0)
+      close (fd);
+    fd = connect_tcp_direct (proxy->host, proxy->port, opts, what, name, error);
+    if (fd < 0)
+      return -1;
+    result = proxy_handshake (proxy, fd, host, port, name, connect_timeout_ms (opts), error);
+  }
+  if (result == PROXY_FAILED) {
     close (fd);
     return -1;
   }
