@@ -70,9 +70,10 @@ within 20 setsid -w "$FERRY" --compat=nc -d -X connect -x "127.0.0.1:$auth" -P a
 assert_eq 1 "$rc" "nc -P, no terminal: exit code"
 assert_eq "nc: proxy 127.0.0.1:$auth refused CONNECT localhost:$send_port: 407 Proxy Authentication Required" \
     "$(cat "$T/err")" "nc -P, no terminal: message"
-# On a pty as its terminal, stdio in files: ANSWER typed at the prompt.
+# On a pty as its terminal, stdio in files: ANSWER typed at the prompt (or
+# SIGTERM sent there).
 cat > "$T/on-a-pty.py" <<'PY'
-import os, pty, select, sys, time
+import os, pty, select, signal, sys, time
 answer, out, err, argv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 pid, master = pty.fork()
 if pid == 0:
@@ -88,7 +89,10 @@ while status is None and time.monotonic() < deadline:
         except OSError:
             pass
         if seen.endswith(b": "):
-            os.write(master, answer.encode() + b"\n")
+            if answer == "SIGTERM":
+                os.kill(pid, signal.SIGTERM)
+            else:
+                os.write(master, answer.encode() + b"\n")
     p, st = os.waitpid(pid, os.WNOHANG)
     if p:
         status = os.waitstatus_to_exitcode(st)
@@ -108,3 +112,7 @@ on_a_pty wrong --compat=nc -d -X connect -x "127.0.0.1:$auth" -P alice localhost
 assert_eq "1" "$(head -1 "$T/pty")" "nc -P, a wrong password: exit code"
 assert_eq "nc: proxy 127.0.0.1:$auth refused CONNECT localhost:$send_port: 401 Unauthorized" \
     "$(cat "$T/err")" "nc -P, a wrong password: message"
+on_a_pty SIGTERM --compat=nc -d -X connect -x "127.0.0.1:$auth" -P alice localhost "$send_port"
+assert_eq "1" "$(head -1 "$T/pty")" "nc -P, SIGTERM at the prompt: exit code"
+assert_eq "nc: stopped by SIGTERM while connecting to tcp:localhost:$send_port" \
+    "$(cat "$T/err")" "nc -P, SIGTERM at the prompt: message"

@@ -355,9 +355,14 @@ handshake_http (const struct exchange *x, bool *retry, GError **error)
     return malformed (x, head, strlen (head), error);
   if (status / 100 == 2)
     return true;
-  if (status == 407 && p->ask_password && p->password == NULL && ask_password (p)) {
-    *retry = true;
-    return false;
+  if (status == 407 && p->ask_password && p->password == NULL) {
+    if (ask_password (p)) {
+      *retry = true;
+      return false;
+    }
+    /* A stop at the prompt is a stop, not the 407. */
+    if (signal_watch_set_stopped (error, x->name))
+      return false;
   }
   /* "HTTP/1.1 407 Proxy Authentication Required": from the code on. */
   char *answer = head + strcspn (head, " \t");
