@@ -10,6 +10,7 @@ PACKAGES="
   clang libclang-rt-14-dev
   coreutils procps psmisc iproute2 strace time openssl
   socat netcat-openbsd ncat rsync
+  tinyproxy microsocks dante-server
   nbdkit libnbd-bin qemu-utils
   openssh-server openssh-client
   libvirt-daemon libvirt-clients

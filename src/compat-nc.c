@@ -39,9 +39,11 @@
 
 #include "address.h"
 #include "connect.h"
+#include "tcp-connect.h"
 #include "error.h"
 #include "exit-codes.h"
 #include "message.h"
+#include "proxy.h"
 #include "run.h"
 
 static const char usage_text[] =
@@ -170,6 +172,9 @@ struct nc_flags {
   bool randomize;             /* -r: the ports in random order */
   bool pass_fd;               /* -F: pass the socket over stdout instead */
   int quit_seconds;           /* -q: the wait after the end; -1: none */
+  const char *proxy_protocol; /* -X connect|4|5; NULL: SOCKS5 */
+  const char *proxy_address;  /* -x HOST[:PORT]: connect through it */
+  const char *proxy_user;     /* -P USER */
 };
 
 /* netcat's " (IP)" after a host name, where it is not the address itself. */
@@ -320,7 +325,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
 
   opterr = 0;
   optind = 1;
-  while ((c = getopt (argc, argv, ":46bCDdFhI:i:klM:m:NnO:p:q:rSs:T:tUV:vW:w:Zz")) != -1) {
+  while ((c = getopt (argc, argv, ":46bCDdFhI:i:klM:m:NnO:P:p:q:rSs:T:tUV:vW:w:X:x:Zz")) != -1) {
     switch (c) {
     case '4': options->connect.family = AF_INET; break;
     case '6': options->connect.family = AF_INET6; break;
@@ -339,6 +344,9 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     case 'U': flags->unix_socket = true; break;
     case 'v': flags->verbose = true; break;
     case 'z': flags->zero_io = true; break;
+    case 'P': flags->proxy_user = optarg; break;
+    case 'X': flags->proxy_protocol = optarg; break;
+    case 'x': flags->proxy_address = optarg; break;
     case 'I':
     case 'O':
       if (!parse_int (c == 'I' ? "TCP receive window" : "TCP send window", optarg, 1,
@@ -584,6 +592,8 @@ compat_nc_main (int argc, char **argv)
 {
   struct ferry_options options;
   struct nc_flags flags = { .quit_seconds = -1 };
+  g_autoptr (FerryProxy) proxy = NULL;
+  g_autoptr (GError) error = NULL;
   g_autofree char *address = NULL;
   g_autoptr (GArray) ports = NULL;
   const char *host = NULL;
@@ -597,6 +607,21 @@ compat_nc_main (int argc, char **argv)
   if ((rc = parse_arguments (argc - optind, argv + optind, &options, &flags, &host,
                              &port_args, &n_ports)) >= 0)
     return rc;
+  if (flags.proxy_address && (options.listen || flags.unix_socket)) {
+    ferry_error ("no proxy support for %s", options.listen ? "listen" : "unix sockets");
+    return 1;
+  }
+  if (flags.proxy_address && (flags.zero_io || flags.pass_fd)) {
+    /* -z and -F connect on their own, as netcat's remote_connect(). */
+    ferry_error ("-%c with -x is not supported by ferry's nc", flags.zero_io ? 'z' : 'F');
+    return FERRY_EXIT_NC_UNSUPPORTED;
+  }
+  if (flags.proxy_address &&
+      (options.connect.proxy = proxy = proxy_from_nc (flags.proxy_protocol, flags.proxy_address,
+                                                      flags.proxy_user, &error)) == NULL) {
+    ferry_error ("%s", error->message);
+    return 1;
+  }
   if (flags.unix_socket) {
     address = g_strconcat ("unix:", host, NULL);
   } else {

@@ -24,6 +24,7 @@
 #include "message.h"
 #include "nbd-remote.h"
 #include "nbd-stream.h"
+#include "proxy.h"
 #include "range-messages.h"
 #include "run.h"
 #include "stats.h"
@@ -361,6 +362,22 @@ parse_filename (struct command_line *cli, const char *name, const char *value,
   return parse_string (cli, name, value, field, error);
 }
 
+/* --proxy URL: parsed at once, so that a malformed one is a usage error;
+ * the last one given wins.  main() frees it. */
+static bool
+parse_proxy (struct command_line *cli, const char *name, const char *value,
+             void *field, GError **error)
+{
+  struct proxy *proxy = proxy_parse (value, error);
+
+  (void) cli, (void) name;
+  if (proxy == NULL)
+    return false;
+  proxy_free (*(struct proxy **) field);
+  *(struct proxy **) field = proxy;
+  return true;
+}
+
 /* --progress[=auto|always|never|fd:N] */
 static bool
 parse_progress (struct command_line *cli, const char *name, const char *value,
@@ -462,6 +479,11 @@ static const struct option {
     "never; a TCP peer that closed looks half-closed until ferry writes)" },
   { "connect-timeout", 0, GROUP_RELAY, parse_seconds, FIELD (options.connect.timeout), "SECS",
     "Give up connecting after SECS" },
+  { "proxy", 0, GROUP_RELAY, parse_proxy, FIELD (options.connect.proxy), "URL",
+    "Make TCP connections (and ssh sessions') through a proxy: "
+    "http://[USER[:PASS]@]HOST[:PORT] (CONNECT), socks4://[USER@]HOST[:PORT], "
+    "socks4a:// or socks5://[USER[:PASS]@]HOST[:PORT] (these two let the proxy "
+    "resolve names)" },
   { "progress", 0, GROUP_RELAY, parse_progress, FIELD (options.progress), "WHEN",
     "A live line on stderr: bytes, MiB/s, percent and ETA of a sized stdin or "
     "an NBD stream (WHEN: auto, the default, only on a terminal; always; never; "
@@ -905,6 +927,7 @@ main (int argc, char **argv)
   ferry_stats_finish (rc);
   socket_activation_clear (&cli.options.activation);
   nbd_stream_options_clear (&cli.options.stream);
+  proxy_free (cli.options.connect.proxy);
   g_ptr_array_unref (cli.strings);
   return rc;
 }

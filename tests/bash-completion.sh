@@ -98,6 +98,7 @@ assert_completes "ferry --comp" --compat=
 assert_completes "ferry --compat=" nc virt-ssh-helper
 assert_completes "ferry --nbd-r" --nbd-readonly --nbd-receive=
 assert_completes "ferry --progress=a" always auto
+assert_completes "ferry --proxy=socks" socks4:// socks4a:// socks5://
 assert_completes "ferry --stats=j" json json:
 assert_completes "ferry --stats=json:$T/dir/a" "$T/dir/a.sock" "$T/dir/ab.sock"
 # SOURCE, DEST and IMAGE: NBD URIs, '[', local files; the socket's PATH of
@@ -140,12 +141,16 @@ assert_offers "ferry fd:" 9
 assert_completes "ferry ssh://ferry-test-host/var/" ""
 
 # --compat=nc: the nc personality's options (compat-nc.c), no value after
-# -I -i -M -m -O -p -q -s -w, TOS keywords after -T, a PATH after -U, a host
-# first (known_hosts, not ssh aliases; not with -l), no port.
-assert_completes "ferry --compat=nc -" -4 -6 -b -C -D -d -F -h -I -i -k -l -M -m -N -n -O -p \
-    -q -r -s -T -U -v -w -z
+# -I -i -M -m -O -P -p -q -s -w -x, TOS keywords after -T, -X's protocols, a
+# PATH after -U, a host first (known_hosts, not ssh aliases; not with -l), no
+# port.
+assert_completes "ferry --compat=nc -" -4 -6 -b -C -D -d -F -h -I -i -k -l -M -m -N -n -O -P -p \
+    -q -r -s -T -U -v -w -X -x -z
 assert_completes "ferry --compat=nc -T af4" af41 af42 af43
 assert_completes "ferry --compat=nc -p " ""
+assert_completes "ferry --compat=nc -X " 4 5 connect
+assert_completes "ferry --compat=nc -x " ""
+assert_completes "ferry --compat=nc -X 5 -x 127.0.0.1:1080 ferry-kh-pl" ferry-kh-plain
 assert_completes "ferry --compat=nc -U $T/dir/a" "$T/dir/a.sock" "$T/dir/ab.sock"
 assert_completes "ferry --compat=nc -N -q " ""
 assert_completes "ferry --compat=nc -w " ""

@@ -195,16 +195,19 @@ has_backlog_tcp () { ss -Hltn "sport = :$1" | awk '$2 > 0 { f = 1 } END { exit !
 has_backlog_unix () { ss -Hlx | awk -v p="$1" '$5 == p && $3 > 0 { f = 1 } END { exit !f }'; }
 
 # For each of SIGTERM, SIGINT and SIGHUP: a relay to ADDRESS (stdin
-# /dev/null, under env ENV...) gets the signal once CONNECTING (a command)
-# says it is still connecting.  It must exit with 128 + the signal within
-# 5 s and one line, "stopped by SIG... while connecting to ADDRESS"; the
-# next round waits until CONNECTING says it is over.
-stop_while_connecting () {  # ADDRESS WHAT CONNECTING ENV...
-    local address=$1 what=$2 connecting=$3 sig pid rc
+# /dev/null, under env ENV..., with the FERRY-OPTIONs after a --) gets the
+# signal once CONNECTING (a command) says it is still connecting.  It must
+# exit with 128 + the signal within 5 s and one line, "stopped by SIG...
+# while connecting to ADDRESS"; the next round waits until CONNECTING says
+# it is over.
+stop_while_connecting () {  # ADDRESS WHAT CONNECTING ENV... [-- FERRY-OPTION...]
+    local address=$1 what=$2 connecting=$3 sig pid rc env=()
     shift 3
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do env+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
     for sig in TERM INT HUP; do
         # SIGINT is ignored in a background job unless given back ($DFL).
-        $DFL "$@" "$FERRY" "$address" < /dev/null 2> "$T/err" &
+        $DFL "${env[@]}" "$FERRY" "$@" "$address" < /dev/null 2> "$T/err" &
         pid=$!
         track "$pid"
         wait_until 20 "$connecting"

@@ -26,6 +26,8 @@ check 1 "nc: option requires an argument -- 'q'
 $usage" -q
 check 1 "nc: invalid option -- 'y'
 $usage" -y
+check 1 "nc: option requires an argument -- 'x'
+$usage" -x
 check 1 "nc: must use -l with -k" -k localhost 1
 check 1 "nc: quit timer invalid: soon" -q soon -U /x
 check 1 "nc: timeout too small: -1" -w -1 -U /x

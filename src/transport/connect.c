@@ -1,4 +1,5 @@
-/* ferry: connecting to UNIX and TCP addresses, and adopting inherited fds.
+/* ferry: connecting to UNIX and TCP addresses (tcp-connect.c), and adopting
+ * inherited fds.
  *
  * Connecting happens before a relay starts, so it may block, bounded by
  * the connect timeout. */
@@ -7,9 +8,7 @@
 #include "connect.h"
 
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -20,6 +19,7 @@
 #include "error.h"
 #include "signal-watch.h"
 #include "ssh-session.h"
+#include "tcp-connect.h"
 
 static void
 set_connect_error (GError **error, const struct address *a, const char *reason)
@@ -65,106 +65,13 @@ connect_unix (const struct address *a, const struct connect_options *opts,
   return endpoint_socket_new (fd, address_display_name (a));
 }
 
-/* nc -s / -p: bind @fd, of @family, to the local address asked for.
- * Returns false with errno set. */
-static bool
-bind_source (int fd, int family, const struct connect_options *opts)
-{
-  struct addrinfo hints = { .ai_family = family, .ai_socktype = SOCK_STREAM,
-                            .ai_flags = AI_PASSIVE };
-  struct addrinfo *list = NULL;
-  int r;
-
-  if (opts->bind_host == NULL && opts->bind_port == NULL)
-    return true;
-  if ((r = getaddrinfo (opts->bind_host, opts->bind_port, &hints, &list)) != 0) {
-    errno = r == EAI_SYSTEM ? errno : EADDRNOTAVAIL;
-    return false;
-  }
-  r = bind (fd, list->ai_addr, list->ai_addrlen);
-  freeaddrinfo (list);
-  return r == 0;
-}
-
-int
-connect_tcp_addrinfo (const struct addrinfo *ai, const struct connect_options *opts)
-{
-  int timeout_ms = connect_timeout_ms (opts);
-  int fd = socket (ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                   ai->ai_protocol);
-  gint64 deadline = timeout_ms < 0 ? -1 : g_get_monotonic_time () + timeout_ms * G_GINT64_CONSTANT (1000);
-  int err = 0;
-  socklen_t errlen = sizeof err;
-
-  if (fd < 0)
-    return -1;
-  /* Before connect, so TCP's window scale can reflect SO_RCVBUF. */
-  socket_setup (fd, opts);
-  if (!bind_source (fd, ai->ai_family, opts)) {
-    err = errno;
-    goto fail;
-  }
-  if (connect (fd, ai->ai_addr, ai->ai_addrlen) == 0)
-    return fd;
-  if (errno != EINPROGRESS) {
-    err = errno;
-    goto fail;
-  }
-  /* A stop gives up the wait (EINTR), a forwarder's worker's too. */
-  switch (signal_watch_poll (fd, POLLOUT, deadline)) {
-  case 0:
-    err = ETIMEDOUT;
-    goto fail;
-  case -1:
-    err = errno;
-    goto fail;
-  }
-  if (getsockopt (fd, SOL_SOCKET, SO_ERROR, &err, &errlen) < 0)
-    err = errno;
-  if (err == 0)
-    return fd;
-fail:
-  close (fd);
-  errno = err;
-  return -1;
-}
-
 static struct endpoint *
 connect_tcp (const struct address *a, const struct connect_options *opts,
              GError **error)
 {
-  struct addrinfo hints = {
-    .ai_family = opts->family,
-    .ai_socktype = SOCK_STREAM,
-    .ai_flags = AI_ADDRCONFIG,
-  };
-  struct addrinfo *list = NULL;
-  int fd = -1, err = 0;
-  int r = getaddrinfo (a->host, a->port, &hints, &list);
+  int fd = tcp_connect (a->host, a->port, address_display_name (a), opts, error);
 
-  if (r != 0) {
-    set_connect_error (error, a, r == EAI_SYSTEM ? g_strerror (errno) : gai_strerror (r));
-    return NULL;
-  }
-  /* Every resolved address in order, as nc does; the last error stands,
-   * or EINTR for a stop signal that cut the wait or skips the rest. */
-  for (struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
-    if (signal_watch_stop_pending ()) {
-      err = EINTR;
-      break;
-    }
-    fd = connect_tcp_addrinfo (ai, opts);
-    if (fd < 0)
-      err = errno;
-  }
-  freeaddrinfo (list);
-  if (fd < 0 && err == EINTR && signal_watch_set_stopped (error, address_display_name (a)))
-    return NULL;
-  if (fd < 0) {
-    set_connect_error (error, a, g_strerror (err));
-    return NULL;
-  }
-  return endpoint_socket_new (fd, a->text);
+  return fd < 0 ? NULL : endpoint_socket_new (fd, a->text);
 }
 
 static struct endpoint *

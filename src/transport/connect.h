@@ -16,13 +16,6 @@ struct endpoint *connect_address (const struct address *address,
                                   const struct connect_options *options,
                                   GError **error);
 
-/* Connect a TCP socket to one resolved address, with @options' socket
- * options, source address and timeout (nc -z reports each address).
- * Returns the non-blocking fd, or -1 with errno set (ETIMEDOUT when the
- * timeout passed). */
-struct addrinfo;
-int connect_tcp_addrinfo (const struct addrinfo *ai, const struct connect_options *options);
-
 /* A target connected to again and again (listen-and-forward).  For an
  * ssh:// target, dialer_new authenticates one session, and every
  * dialer_connect opens a channel on it (a new session if it died). */

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct proxy;
+
 struct connect_options {
   unsigned timeout;           /* seconds; 0 waits as long as the kernel does */
   unsigned keepalive;         /* seconds: probe an idle peer this often, TCP
@@ -15,6 +17,9 @@ struct connect_options {
   bool keepalive_given;       /* --keepalive was given; else ssh sessions
                                  use FERRY_DEFAULT_SSH_KEEPALIVE */
   int family;                 /* AF_UNSPEC, or AF_INET / AF_INET6 to restrict TCP */
+  struct proxy *proxy;        /* --proxy: TCP connections (and ssh://'s) go
+                                 through it; NULL: direct.  The command
+                                 line's to free */
   const char *remote_helper;  /* ssh exec mode: the program run on the server */
   bool ask_password;          /* ssh: also password and keyboard-interactive
                                  authentication, prompting on the terminal */

@@ -7,12 +7,14 @@
 
 #include <libssh/callbacks.h>
 #include <libssh/server.h>      /* ssh_send_keepalive, for clients too */
+#include <unistd.h>
 
 #include "error.h"
 #include "gsource-release.h"
 #include "message.h"
 #include "signal-watch.h"
 #include "ssh-setup.h"
+#include "tcp-connect.h"
 
 /* Without --connect-timeout: how long the final flush may take. */
 #define FINAL_FLUSH_MS 60000
@@ -208,13 +210,43 @@ step_connect (void *session)
   return ssh_connect (session);
 }
 
+/* --proxy: libssh takes the tunnel's socket (and closes it), to the
+ * host and port that ~/.ssh/config made of the address's. */
+static bool
+conn_proxy (struct ferry_ssh_conn *c, const struct address *a,
+            const struct connect_options *opts, GError **error)
+{
+  g_autofree char *host = NULL;
+  g_autofree char *port = NULL;
+  unsigned int port_number = 22;
+  socket_t fd;
+
+  if (ssh_options_get (c->session, SSH_OPTIONS_HOST, &host) != SSH_OK)
+    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
+                            ssh_get_error (c->session));
+  ssh_options_get_port (c->session, &port_number);
+  port = g_strdup_printf ("%u", port_number);
+  fd = tcp_connect (host, port, a->text, opts, error);
+  if (fd < 0)
+    return false;
+  if (ssh_options_set (c->session, SSH_OPTIONS_FD, &fd) < 0) {
+    close (fd);
+    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
+                            ssh_get_error (c->session));
+  }
+  return true;
+}
+
 /* Connect, check the host key and log in, every network wait through
  * ferry_ssh_wait, so that a stop signal ends it. */
 static bool
-conn_open (struct ferry_ssh_conn *c, const struct address *a, GError **error)
+conn_open (struct ferry_ssh_conn *c, const struct address *a,
+           const struct connect_options *opts, GError **error)
 {
   int rc;
 
+  if (opts->proxy && !conn_proxy (c, a, opts, error))
+    return false;
   ssh_set_blocking (c->session, 0);
   rc = ferry_ssh_wait (c->session, step_connect, c->session, SSH_AGAIN,
                        c->timeout_ms < 0 ? HANDSHAKE_MS : c->timeout_ms);
@@ -257,7 +289,7 @@ ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
 
   if (!ferry_ssh_configure (c->session, a, opts, &c->name, error))
     return NULL;
-  if (!conn_open (c, a, &opened)) {
+  if (!conn_open (c, a, opts, &opened)) {
     if (!signal_watch_set_stopped (error, a->text))
       g_propagate_error (error, g_steal_pointer (&opened));
     return NULL;
