@@ -37,7 +37,7 @@
 #include "run.h"
 
 static const char usage_text[] =
-  "usage: nc [-46dhklNUvz] [-q seconds] [-w timeout] [destination] [port]\n"
+  "usage: nc [-46dhklNUuvz] [-q seconds] [-w timeout] [destination] [port]\n"
   "       nc -U [-dhklNvz] [-q seconds] [-w timeout] path\n";
 
 static int
@@ -95,6 +95,7 @@ struct nc_flags {
   bool no_stdin;              /* -d: read nothing from stdin */
   bool zero_io;               /* -z: connect and close at once */
   bool verbose;               /* -v */
+  bool udp;                   /* -u: UDP datagrams (compat-nc-udp.c) */
 };
 
 /* netcat-openbsd's flags into @options and @flags; returns -1, or the exit
@@ -106,7 +107,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
 
   opterr = 0;
   optind = 1;
-  while ((c = getopt (argc, argv, ":46dhklNq:Uvw:z")) != -1) {
+  while ((c = getopt (argc, argv, ":46dhklNq:Uuvw:z")) != -1) {
     switch (c) {
     case '4': options->connect.family = AF_INET; break;
     case '6': options->connect.family = AF_INET6; break;
@@ -115,6 +116,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     case 'l': options->listen = true; break;
     case 'N': break;          /* the default, see above */
     case 'U': flags->unix_socket = true; break;
+    case 'u': flags->udp = true; break;
     case 'v': flags->verbose = true; break;
     case 'z': flags->zero_io = true; break;
     case 'q':
@@ -180,6 +182,10 @@ compat_nc_main (int argc, char **argv)
     ferry_error ("must use -l with -k");
     return 1;
   }
+  if (flags.udp && (flags.zero_io || flags.unix_socket)) {
+    ferry_error ("%s is not supported by ferry's nc", flags.zero_io ? "-z -u" : "-U -u");
+    return 1;
+  }
   if (flags.unix_socket) {
     if (argc != 1)
       return argc == 2 ? (ferry_error ("cannot use port with -U"), 1) : usage ();
@@ -201,6 +207,9 @@ compat_nc_main (int argc, char **argv)
   /* netcat-openbsd 1.219 ends a listening relay at the client's EOF; as a
    * client it keeps sending stdin after the network's EOF. */
   options.relay.remote_eof_ends_local = options.listen;
+
+  if (flags.udp)
+    return compat_exit_code (compat_nc_udp (&options, host, port, !flags.no_stdin));
 
   if (flags.zero_io && !options.listen)
     return scan (&options, flags.unix_socket ? NULL : host, port, flags.verbose);

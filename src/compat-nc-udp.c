@@ -1,0 +1,58 @@
+/* ferry: nc -u, the nc personality's UDP: a socket connected to HOST PORT,
+ * or with -l bound and connected to the first datagram's sender (with -k
+ * not connected: datagrams from anyone), then the datagram relay. */
+#include <config.h>
+
+#include "compat.h"
+
+#include <unistd.h>
+
+#include "datagram.h"
+#include "error.h"
+#include "message.h"
+#include "udp.h"
+
+/* netcat's read size: each read of stdin is one datagram, as netcat's. */
+#define NC_UDP_READ 16384
+
+int
+compat_nc_udp (const struct ferry_options *options, const char *host, const char *port,
+               bool read_stdin)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *peer = NULL;
+  g_autofree char *name = NULL;
+  struct datagram_config config = {
+    .max_read = NC_UDP_READ,
+    /* -k: no single peer to send to; stdin is left unread, so nothing of
+     * it is lost (netcat reads it and drops it). */
+    .read_stdin = read_stdin && !options->keep_listening,
+    .net_eof_ends = options->listen,
+    .eof_wait = options->relay.bound_eof_wait ? (int) options->relay.eof_wait : -1,
+    .idle_timeout = options->relay.idle_timeout,
+    .verbose = options->relay.verbose,
+  };
+  int fd, rc;
+
+  fd = options->listen ? udp_bind (host, port, options->connect.family, &error)
+                       : udp_connect (host, port, options->connect.family, &error);
+  if (fd >= 0 && options->listen && !options->keep_listening) {
+    peer = udp_accept_first (fd, &error);
+    if (peer == NULL) {
+      close (fd);
+      fd = -1;
+    }
+  }
+  if (fd < 0) {
+    ferry_error ("%s", error->message);
+    return error->code;
+  }
+  if (peer && options->relay.verbose)
+    ferry_report ("connection received from udp '%s'", peer);
+  if (peer == NULL)
+    peer = udp_name (host, port);
+  config.name = name = g_strdup_printf ("udp '%s'", peer);
+  rc = datagram_relay (fd, &config);
+  close (fd);
+  return rc;
+}
