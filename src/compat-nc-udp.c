@@ -1,6 +1,14 @@
 /* ferry: nc -u, the nc personality's UDP: a socket connected to HOST PORT,
  * or with -l bound and connected to the first datagram's sender (with -k
- * not connected: datagrams from anyone), then the datagram relay. */
+ * not connected: datagrams from anyone), then the datagram relay
+ * (datagram.h has its end-of-stream rules, netcat-openbsd 1.219's).
+ * Differences from netcat, on purpose (ferry(1), nc):
+ *  - a datagram received is written whole; netcat cuts one at 16 KiB.
+ *  - a refused datagram is one line and exit 1; netcat exits 0 silently.
+ *  - with -q, datagrams that come before the deadline are still written;
+ *    netcat stops reading at stdin's EOF.
+ *  - -l -k leaves stdin unread, where netcat reads it and drops it.
+ *  - a stop signal delivers what was read and exits 0. */
 #include <config.h>
 
 #include "compat.h"

@@ -142,7 +142,7 @@ assert_completes "ferry ssh://ferry-test-host/var/" ""
 # --compat=nc: the nc personality's options (compat-nc.c), no value after
 # -q and -w, a PATH after -U, a host first (known_hosts, not ssh aliases;
 # not with -l), no port.
-assert_completes "ferry --compat=nc -" -4 -6 -d -h -k -l -N -q -U -v -w -z
+assert_completes "ferry --compat=nc -" -4 -6 -d -h -k -l -N -q -U -u -v -w -z
 assert_completes "ferry --compat=nc -U $T/dir/a" "$T/dir/a.sock" "$T/dir/ab.sock"
 assert_completes "ferry --compat=nc -N -q " ""
 assert_completes "ferry --compat=nc -w " ""

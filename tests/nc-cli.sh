@@ -6,7 +6,7 @@
 need socat
 ferry_link nc
 NC="$T/bin/nc"
-usage="usage: nc [-46dhklNUvz] [-q seconds] [-w timeout] [destination] [port]
+usage="usage: nc [-46dhklNUuvz] [-q seconds] [-w timeout] [destination] [port]
        nc -U [-dhklNvz] [-q seconds] [-w timeout] path"
 
 check () {  # EXPECTED-RC EXPECTED-STDERR ARGS...
