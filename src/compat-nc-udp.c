@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include "address.h"
 #include "datagram.h"
 #include "error.h"
 #include "message.h"
@@ -28,9 +29,11 @@ compat_nc_udp (const struct ferry_options *options, const char *host, const char
                bool read_stdin)
 {
   g_autoptr (GError) error = NULL;
-  g_autofree char *peer = NULL;
-  g_autofree char *name = NULL;
+  g_autofree char *peer = udp_name (host, port);
+  g_autofree char *name = g_strdup_printf ("udp '%s'", peer);
   struct datagram_config config = {
+    .name = name,
+    .connect_first = options->listen && !options->keep_listening,
     .max_read = NC_UDP_READ,
     /* -k: no single peer to send to; stdin is left unread, so nothing of
      * it is lost (netcat reads it and drops it). */
@@ -42,24 +45,16 @@ compat_nc_udp (const struct ferry_options *options, const char *host, const char
   };
   int fd, rc;
 
+  if (!address_is_host_port (host, port)) {
+    ferry_error ("invalid address %s: the port must be 1-65535 or a service name", name);
+    return FERRY_EXIT_USAGE;
+  }
   fd = options->listen ? udp_bind (host, port, options->connect.family, &error)
                        : udp_connect (host, port, options->connect.family, &error);
-  if (fd >= 0 && options->listen && !options->keep_listening) {
-    peer = udp_accept_first (fd, &error);
-    if (peer == NULL) {
-      close (fd);
-      fd = -1;
-    }
-  }
   if (fd < 0) {
     ferry_error ("%s", error->message);
     return error->code;
   }
-  if (peer && options->relay.verbose)
-    ferry_report ("connection received from udp '%s'", peer);
-  if (peer == NULL)
-    peer = udp_name (host, port);
-  config.name = name = g_strdup_printf ("udp '%s'", peer);
   rc = datagram_relay (fd, &config);
   close (fd);
   return rc;

@@ -7,7 +7,8 @@
 # both alike, with the same exit codes.  The deliberate differences are
 # asserted as such: a datagram larger than 16 KiB reaches stdout whole
 # (netcat cuts it), a refused datagram is one line and exit 1 (netcat: 0,
-# silent), -z -u and -U -u are refused, and SIGTERM exits 0.
+# silent), -z -u and -U -u are refused, and SIGTERM exits 0, also while
+# -l -u waits for its first datagram (netcat dies of it).
 . "$(dirname "$0")/lib.sh"
 need nc.openbsd python3 ss
 ferry_link nc
@@ -144,8 +145,22 @@ for nc in "${NCS[@]}"; do
     assert_eq "first
 second" "$(cat "$out")" "datagrams from two senders through $nc -u -l -k"
     # netcat dies of the signal; ferry's nc, with nothing undelivered, exits 0.
-    [ "$nc" = nc.openbsd ] && assert_eq 143 "$rc" "nc.openbsd's SIGTERM" ||
-        assert_eq 0 "$rc" "exit code of $nc -u -l -k after SIGTERM"
+    [ "$nc" = nc.openbsd ] && want=143 || want=0
+    assert_eq "$want" "$rc" "exit code of $nc -u -l -k after SIGTERM"
+done
+
+# -l -u stopped while waiting for its first datagram: netcat dies of the
+# signal, ferry's nc exits 0 (nothing was read), as its TCP listener does.
+for nc in "${NCS[@]}"; do
+    port=$(free_port)
+    $DFL $nc -u -l "$port" < /dev/null & track $!
+    listener=$LAST_PID
+    wait_until 10 udp_bound "$port"
+    kill -TERM "$listener"
+    rc=0
+    wait_exit 10 "$listener" || rc=$?
+    [ "$nc" = nc.openbsd ] && want=143 || want=0
+    assert_eq "$want" "$rc" "exit code of $nc -u -l after SIGTERM, waiting"
 done
 
 # A datagram refused (nothing listens: ICMP port unreachable): netcat ends
@@ -166,6 +181,9 @@ done
 for nc in "$FERRY --compat=nc" "$T/bin/nc"; do
     rc=0; $nc -z -u 127.0.0.1 "$port" 2> "$T/err" || rc=$?
     assert_eq "1:nc: -z -u is not supported by ferry's nc" "$rc:$(cat "$T/err")" "$nc -z -u"
+    rc=0; $nc -u 127.0.0.1 65536 2> "$T/err" || rc=$?
+    assert_eq "1:nc: invalid address udp '127.0.0.1:65536': the port must be 1-65535 or a service name" \
+        "$rc:$(cat "$T/err")" "$nc -u with a bad port"
     rc=0; $nc -U -u "$T/none.sock" 2> "$T/err" || rc=$?
     assert_eq "1:nc: -U -u is not supported by ferry's nc" "$rc:$(cat "$T/err")" "$nc -U -u"
 done

@@ -5,9 +5,11 @@
 #include "datagram.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +21,8 @@
 struct dgram {
   const struct datagram_config *config;
   int fd;                     /* the UDP socket */
+  char *name;                 /* the peer, for messages */
+  bool waiting;               /* connect_first: no datagram came yet */
   unsigned char *up;          /* the datagram read from stdin, not sent yet */
   size_t up_len;              /* its size; 0: none */
   unsigned char *down;        /* the datagram received, not all written yet */
@@ -48,9 +52,9 @@ dg_fail_net (struct dgram *d, const char *doing, int err)
 {
   if (d->up_len > 0)
     ferry_error ("cannot %s %s: %s (%zu bytes read from stdin not sent)", doing,
-                 d->config->name, g_strerror (err), d->up_len);
+                 d->name, g_strerror (err), d->up_len);
   else
-    ferry_error ("cannot %s %s: %s", doing, d->config->name, g_strerror (err));
+    ferry_error ("cannot %s %s: %s", doing, d->name, g_strerror (err));
   d->up_len = 0;
   d->exit_code = FERRY_EXIT_IO;
   dg_stop_reading (d);
@@ -61,6 +65,39 @@ static void
 dg_net_error (struct dgram *d, const char *doing, int err)
 {
   dg_fail_net (d, err == ECONNREFUSED ? "send to" : doing, err);
+}
+
+/* nc -l: the first datagram's sender is the peer; the datagram stays
+ * queued (MSG_PEEK) for dg_receive to read whole. */
+static void
+dg_connect_first (struct dgram *d)
+{
+  struct sockaddr_storage from;
+  socklen_t len = sizeof from;
+  char host[NI_MAXHOST], port[NI_MAXSERV];
+  char byte;
+
+  if (recvfrom (d->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT, (struct sockaddr *) &from, &len) < 0) {
+    if (errno != EINTR && errno != EAGAIN)
+      dg_fail_net (d, "receive on", errno);
+    return;
+  }
+  if (getnameinfo ((struct sockaddr *) &from, len, host, sizeof host, port, sizeof port,
+                   NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    g_strlcpy (host, "?", sizeof host);
+    g_strlcpy (port, "?", sizeof port);
+  }
+  g_free (d->name);
+  d->name = strchr (host, ':') ? g_strdup_printf ("udp '[%s]:%s'", host, port)
+                               : g_strdup_printf ("udp '%s:%s'", host, port);
+  if (connect (d->fd, (struct sockaddr *) &from, len) < 0) {
+    dg_fail_net (d, "connect to", errno);
+    return;
+  }
+  d->waiting = false;
+  d->stdin_open = d->config->read_stdin;
+  if (d->config->verbose)
+    ferry_report ("connection received from %s", d->name);
 }
 
 static void
@@ -206,8 +243,10 @@ datagram_relay (int fd, const struct datagram_config *config)
   g_autofree unsigned char *up = g_malloc (DATAGRAM_MAX);
   g_autofree unsigned char *down = g_malloc (DATAGRAM_MAX);
   struct dgram d = {
-    .config = config, .fd = fd, .up = up, .down = down,
-    .stdin_open = config->read_stdin, .net_open = true,
+    .config = config, .fd = fd, .name = g_strdup (config->name),
+    .waiting = config->connect_first, .up = up, .down = down,
+    /* Waiting, stdin is not read: as netcat's, it goes to the peer. */
+    .stdin_open = config->read_stdin && !config->connect_first, .net_open = true,
     .eof_at = -1, .last = g_get_monotonic_time (),
   };
   int sigfd = dg_signals_open ();
@@ -241,7 +280,9 @@ datagram_relay (int fd, const struct datagram_config *config)
       dg_socket_error (&d);
     if (d.up_len > 0 && (p[1].revents & POLLOUT || p[0].revents))
       dg_send (&d);
-    if (d.net_open && d.down_len == 0 && p[1].revents & POLLIN)
+    if (d.waiting && p[1].revents & POLLIN)
+      dg_connect_first (&d);
+    if (!d.waiting && d.net_open && d.down_len == 0 && p[1].revents & POLLIN)
       dg_receive (&d);
     if (d.down_len > 0)
       dg_write (&d);
@@ -250,8 +291,9 @@ datagram_relay (int fd, const struct datagram_config *config)
   if (config->verbose)
     ferry_report ("%s: sent %" G_GUINT64_FORMAT " datagrams (%" G_GUINT64_FORMAT
                   " bytes), received %" G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " bytes)",
-                  config->name, d.sent, d.sent_bytes, d.received, d.received_bytes);
+                  d.name, d.sent, d.sent_bytes, d.received, d.received_bytes);
   if (sigfd >= 0)
     close (sigfd);
+  g_free (d.name);
   return d.exit_code;
 }

@@ -29,6 +29,8 @@
 
 struct datagram_config {
   const char *name;           /* the peer, for messages: "udp 'HOST:PORT'" */
+  bool connect_first;         /* wait for a datagram and connect to its sender,
+                                 reading stdin only then (nc -l) */
   size_t max_read;            /* bytes per read of stdin, so per datagram sent */
   bool read_stdin;            /* false: nothing is sent (-d, or no single peer) */
   bool net_eof_ends;          /* the network's EOF ends the relay (nc -l) */
@@ -38,8 +40,8 @@ struct datagram_config {
   bool verbose;               /* print the counts at the end */
 };
 
-/* Relay stdin and stdout with @fd, a UDP socket (connected, or bound when
- * !read_stdin), until the end above.  Returns an exit code (exit-codes.h):
+/* Relay stdin and stdout with @fd, a UDP socket (connected, or bound with
+ * connect_first or !read_stdin), until the end above.  Returns an exit code (exit-codes.h):
  * FERRY_EXIT_OK, or FERRY_EXIT_IO after one line on stderr. */
 int datagram_relay (int fd, const struct datagram_config *config);
 

@@ -71,35 +71,3 @@ udp_bind (const char *host, const char *port, int family, GError **error)
 {
   return udp_open (host, port, family, true, error);
 }
-
-char *
-udp_accept_first (int fd, GError **error)
-{
-  struct sockaddr_storage from;
-  socklen_t len = sizeof from;
-  char host[NI_MAXHOST], port[NI_MAXSERV];
-  g_autofree char *name = NULL;
-  char byte;
-
-  /* MSG_PEEK: the datagram stays for the relay to read whole. */
-  while (recvfrom (fd, &byte, 1, MSG_PEEK, (struct sockaddr *) &from, &len) < 0) {
-    if (errno != EINTR) {
-      ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot receive a datagram: %s",
-                       g_strerror (errno));
-      return NULL;
-    }
-    len = sizeof from;
-  }
-  if (getnameinfo ((struct sockaddr *) &from, len, host, sizeof host, port, sizeof port,
-                   NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-    g_strlcpy (host, "?", sizeof host);
-    g_strlcpy (port, "?", sizeof port);
-  }
-  name = udp_name (host, port);
-  if (connect (fd, (struct sockaddr *) &from, len) < 0) {
-    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to udp '%s': %s", name,
-                     g_strerror (errno));
-    return NULL;
-  }
-  return g_steal_pointer (&name);
-}

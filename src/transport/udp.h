@@ -1,5 +1,5 @@
 /* ferry: UDP sockets for nc -u: one connected to HOST PORT, or one bound
- * to wait for the first datagram and connected to its sender. */
+ * (the datagram relay connects it to the first datagram's sender). */
 #ifndef FERRY_UDP_H
 #define FERRY_UDP_H
 
@@ -16,10 +16,5 @@ int udp_connect (const char *host, const char *port, int family, GError **error)
 /* A UDP socket bound to @host @port, or -1 with a FERRY_EXIT_CONNECT
  * error ("cannot listen on udp 'HOST:PORT': REASON"). */
 int udp_bind (const char *host, const char *port, int family, GError **error);
-
-/* Wait for the first datagram on bound @fd and connect @fd to its sender,
- * leaving the datagram queued.  Returns the sender's udp_name, or NULL
- * with a FERRY_EXIT_CONNECT error. */
-char *udp_accept_first (int fd, GError **error);
 
 #endif
