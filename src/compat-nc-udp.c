@@ -8,6 +8,8 @@
  *  - with -q, datagrams that come before the deadline are still written;
  *    netcat stops reading at stdin's EOF.
  *  - -l -k leaves stdin unread, where netcat reads it and drops it.
+ *  - -v sends no probe datagrams (netcat's sends five "X" over 3 s) and
+ *    prints the counts at the end.
  *  - a stop signal delivers what was read and exits 0. */
 #include <config.h>
 

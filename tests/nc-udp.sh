@@ -6,7 +6,9 @@
 # datagram's sender, over IPv4 and IPv6; -q, -w and an empty datagram end
 # both alike, with the same exit codes.  The deliberate differences are
 # asserted as such: a datagram larger than 16 KiB reaches stdout whole
-# (netcat cuts it), a refused datagram is one line and exit 1 (netcat: 0,
+# (netcat cuts it), -q still writes the replies that come after stdin's
+# EOF (netcat stops reading there), -v sends no probe datagrams (netcat
+# sends five "X"), a refused datagram is one line and exit 1 (netcat: 0,
 # silent), -z -u and -U -u are refused, and SIGTERM exits 0, also while
 # -l -u waits for its first datagram (netcat dies of it).
 . "$(dirname "$0")/lib.sh"
@@ -90,6 +92,38 @@ for opt in -q1 -w1; do
         assert_eq "" "$(cat "$T/err")" "stderr of $nc -u $opt"
         [ "$took" -ge 900 ] && [ "$took" -lt 5000 ] || fail "$nc -u $opt took $took ms (about 1000)"
     done
+done
+
+# -q1 with the reply after stdin's EOF (stdin a file: read, then EOF, then
+# the reply): netcat stops reading at the EOF and prints nothing; ferry
+# writes out what comes before the deadline.
+printf 'ping file\n' > "$T/ping"
+for nc in "${NCS[@]}"; do
+    start_server 127.0.0.1
+    rc=0
+    within 20 $nc -u -q1 127.0.0.1 "$port" < "$T/ping" > "$T/out" || rc=$?
+    assert_eq 0 "$rc" "exit code of $nc -u -q1 < file"
+    [ "$nc" = nc.openbsd ] && want= || want="pong:ping file"
+    assert_eq "$want" "$(cat "$T/out")" "the reply after EOF through $nc -u -q1"
+done
+
+# -v: netcat first sends five "X" datagrams over 3 s (its udptest) and says
+# "Connection to ... succeeded!"; ferry sends only stdin, and -v's counts.
+for nc in "${NCS[@]}"; do
+    start_server 127.0.0.1
+    rc=0
+    printf 'hi\n' | within 20 $nc -v -u -q0 127.0.0.1 "$port" 2> "$T/err" || rc=$?
+    assert_eq 0 "$rc" "exit code of $nc -v -u"
+    wait_until 10 has "$log" 'hi'
+    if [ "$nc" = nc.openbsd ]; then
+        assert_eq "X X X X X hi\n" "$(cut -d' ' -f3 "$log" | paste -sd" ")" "nc.openbsd -v's probes"
+        assert_eq "Connection to 127.0.0.1 $port port [udp/*] succeeded!" "$(cat "$T/err")" \
+            "nc.openbsd -v -u"
+    else
+        assert_eq "hi\n" "$(cut -d' ' -f3 "$log" | paste -sd" ")" "what $nc -v -u sent"
+        assert_eq "nc: udp '127.0.0.1:$port': sent 1 datagrams (3 bytes), received 0 (0 bytes)" \
+            "$(cat "$T/err")" "$nc -v -u"
+    fi
 done
 
 # -l -u: the first datagram's sender is the peer; stdin goes to it; an
