@@ -41,6 +41,7 @@ compat_nc_udp (const struct ferry_options *options, const char *host, const char
      * it is lost (netcat reads it and drops it). */
     .read_stdin = read_stdin && !options->keep_listening,
     .net_eof_ends = options->listen,
+    .endless = options->keep_listening,
     .eof_wait = options->relay.bound_eof_wait ? (int) options->relay.eof_wait : -1,
     .idle_timeout = options->relay.idle_timeout,
     .verbose = options->relay.verbose,

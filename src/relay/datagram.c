@@ -144,7 +144,8 @@ dg_receive (struct dgram *d)
     d->received_bytes += n;
     d->last = g_get_monotonic_time ();
   } else if (n == 0) {
-    d->net_open = false;      /* an empty datagram: netcat's EOF */
+    /* An empty datagram: netcat's EOF. */
+    d->net_open = d->config->endless;
   } else if (errno != EINTR && errno != EAGAIN) {
     dg_net_error (d, "receive from", errno);
   }
@@ -226,6 +227,7 @@ dg_signals_open (void)
 {
   static const int stops[] = { SIGHUP, SIGINT, SIGTERM };
   sigset_t set;
+  int fd;
 
   sigemptyset (&set);
   for (size_t i = 0; i < G_N_ELEMENTS (stops); i++) {
@@ -234,7 +236,11 @@ dg_signals_open (void)
       sigaddset (&set, stops[i]);
   }
   sigprocmask (SIG_BLOCK, &set, NULL);
-  return signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  fd = signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  /* Without it, the signals keep their default action. */
+  if (fd < 0)
+    sigprocmask (SIG_UNBLOCK, &set, NULL);
+  return fd;
 }
 
 int
@@ -278,7 +284,7 @@ datagram_relay (int fd, const struct datagram_config *config)
       dg_read_stdin (&d);
     if (p[1].revents & POLLERR)
       dg_socket_error (&d);
-    if (d.up_len > 0 && (p[1].revents & POLLOUT || p[0].revents))
+    if (d.up_len > 0 && ((p[1].revents & POLLOUT) || p[0].revents))
       dg_send (&d);
     if (d.waiting && p[1].revents & POLLIN)
       dg_connect_first (&d);

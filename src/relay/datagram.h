@@ -34,6 +34,8 @@ struct datagram_config {
   size_t max_read;            /* bytes per read of stdin, so per datagram sent */
   bool read_stdin;            /* false: nothing is sent (-d, or no single peer) */
   bool net_eof_ends;          /* the network's EOF ends the relay (nc -l) */
+  bool endless;               /* an empty datagram is no EOF, and is written as
+                                 nothing (nc -l -k, where netcat binds again) */
   int eof_wait;               /* seconds from stdin's EOF to the end; -1: no end */
   unsigned idle_timeout;      /* after stdin's EOF, end once no datagram moved for
                                  so many seconds; 0: never */
