@@ -22,6 +22,9 @@ lines () { [ -f "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }  # FILE N
 has () { grep -qF -- "$2" "$1" 2>/dev/null; }                # FILE TEXT
 udp_bound () { ss -Hlun "sport = :$1" | grep -q .; }          # PORT
 now_ms () { date +%s%3N; }
+free_udp_port () {
+    python3 -c 'import socket; s=socket.socket(type=socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
 
 server=0
 start_server () {  # HOST: a udp-peer.py server, its port in $port, its log in $log
@@ -133,7 +136,7 @@ for host in 127.0.0.1 $v6; do
     family=-4; [ "$host" = ::1 ] && family=-6
     for nc in "${NCS[@]}"; do
         server=$((server + 1))
-        port=$(free_port)
+        port=$(free_udp_port)
         out="$T/listen$server.out"
         mkfifo "$T/in$server"
         $nc $family -u -l "$port" < "$T/in$server" > "$out" & track $!
@@ -165,7 +168,7 @@ done
 # does not end it.
 for nc in "${NCS[@]}"; do
     server=$((server + 1))
-    port=$(free_port)
+    port=$(free_udp_port)
     out="$T/keep$server.out"
     $DFL $nc -u -l -k "$port" < /dev/null > "$out" & track $!
     listener=$LAST_PID
@@ -190,7 +193,7 @@ done
 # -l -u stopped while waiting for its first datagram: netcat dies of the
 # signal, ferry's nc exits 0 (nothing was read), as its TCP listener does.
 for nc in "${NCS[@]}"; do
-    port=$(free_port)
+    port=$(free_udp_port)
     $DFL $nc -u -l "$port" < /dev/null & track $!
     listener=$LAST_PID
     wait_until 10 udp_bound "$port"
@@ -203,7 +206,7 @@ done
 
 # A datagram refused (nothing listens: ICMP port unreachable): netcat ends
 # silently with 0; ferry's nc ends too, with one line and exit 1.
-port=$(free_port)
+port=$(free_udp_port)
 for nc in "${NCS[@]}"; do
     rc=0
     printf 'lost\n' | within 10 $nc -u 127.0.0.1 "$port" 2> "$T/err" || rc=$?
