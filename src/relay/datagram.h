@@ -13,7 +13,7 @@
  *    way for that long (counted from the last one, so it may be at once).
  *  - an empty datagram is the network's EOF (netcat reads it as one): no
  *    more is read; the relay ends if stdin has ended too, or with
- *    net_eof_ends.
+ *    net_eof_ends.  Not with endless.
  *  - a datagram refused (ICMP port unreachable: ECONNREFUSED on the
  *    connected socket) ends it, with one line and FERRY_EXIT_IO.
  *  - SIGTERM, SIGINT, SIGHUP: stop reading, deliver what was read, exit 0.
