@@ -172,6 +172,7 @@ struct nc_flags {
   bool randomize;             /* -r: the ports in random order */
   bool pass_fd;               /* -F: pass the socket over stdout instead */
   int quit_seconds;           /* -q: the wait after the end; -1: none */
+  bool udp;                   /* -u: UDP datagrams (compat-nc-udp.c) */
   const char *proxy_protocol; /* -X connect|4|5; NULL: SOCKS5 */
   const char *proxy_address;  /* -x HOST[:PORT]: connect through it */
   const char *proxy_user;     /* -P USER */
@@ -325,7 +326,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
 
   opterr = 0;
   optind = 1;
-  while ((c = getopt (argc, argv, ":46bCDdFhI:i:klM:m:NnO:P:p:q:rSs:T:tUV:vW:w:X:x:Zz")) != -1) {
+  while ((c = getopt (argc, argv, ":46bCDdFhI:i:klM:m:NnO:P:p:q:rSs:T:tUuV:vW:w:X:x:Zz")) != -1) {
     switch (c) {
     case '4': options->connect.family = AF_INET; break;
     case '6': options->connect.family = AF_INET6; break;
@@ -342,6 +343,7 @@ parse_flags (int argc, char **argv, struct ferry_options *options, struct nc_fla
     case 'p': options->connect.bind_port = optarg; break;
     case 's': options->connect.bind_host = optarg; break;
     case 'U': flags->unix_socket = true; break;
+    case 'u': flags->udp = true; break;
     case 'v': flags->verbose = true; break;
     case 'z': flags->zero_io = true; break;
     case 'P': flags->proxy_user = optarg; break;
@@ -607,8 +609,9 @@ compat_nc_main (int argc, char **argv)
   if ((rc = parse_arguments (argc - optind, argv + optind, &options, &flags, &host,
                              &port_args, &n_ports)) >= 0)
     return rc;
-  if (flags.proxy_address && (options.listen || flags.unix_socket)) {
-    ferry_error ("no proxy support for %s", options.listen ? "listen" : "unix sockets");
+  if (flags.proxy_address && (options.listen || flags.unix_socket || flags.udp)) {
+    ferry_error ("no proxy support for %s", options.listen ? "listen"
+                 : flags.udp ? "UDP mode" : "unix sockets");
     return 1;
   }
   if (flags.proxy_address && (flags.zero_io || flags.pass_fd)) {
@@ -622,6 +625,15 @@ compat_nc_main (int argc, char **argv)
     ferry_error ("%s", error->message);
     return 1;
   }
+  if (flags.udp && (flags.zero_io || flags.unix_socket)) {
+    ferry_error ("%s is not supported by ferry's nc", flags.zero_io ? "-z -u" : "-U -u");
+    return 1;
+  }
+  if (flags.udp && !options.listen && (options.connect.bind_host || options.connect.bind_port)) {
+    ferry_error ("-u with -s or -p is not supported by ferry's nc");
+    return FERRY_EXIT_NC_UNSUPPORTED;
+  }
+  options.relay.verbose = flags.verbose;
   if (flags.unix_socket) {
     address = g_strconcat ("unix:", host, NULL);
   } else {
@@ -641,11 +653,15 @@ compat_nc_main (int argc, char **argv)
       if (host == NULL)
         host = options.connect.family == AF_INET6 ? "::" : "0.0.0.0";
     }
+    if (flags.udp) {
+      g_autofree char *port = g_strdup_printf ("%d", g_array_index (ports, int, 0));
+      return compat_exit_code (compat_nc_udp (&options, host, port, flags.quit_seconds,
+                                              !flags.no_stdin));
+    }
     if ((address = tcp_address (host, g_array_index (ports, int, 0), flags.numeric)) == NULL)
       return 1;
   }
   options.address = address;
-  options.relay.verbose = flags.verbose;
   /* netcat-openbsd 1.219 ends a listening relay at the client's EOF; as a
    * client it keeps sending stdin after the network's EOF. */
   options.relay.remote_eof_ends_local = options.listen;

@@ -8,9 +8,19 @@
 #ifndef FERRY_COMPAT_H
 #define FERRY_COMPAT_H
 
+#include <stdbool.h>
+
+#include "options.h"
+
 /* @argv[0] is the personality's name, the rest its arguments. */
 int compat_nc_main (int argc, char **argv);
 int compat_virt_ssh_helper_main (int argc, char **argv);
+
+/* nc -u (compat-nc-udp.c): HOST PORT to connect to, or with -l to bind;
+ * @options as nc's flags set them, @quit_seconds -q's (-1: none).  Returns
+ * ferry's exit code. */
+int compat_nc_udp (const struct ferry_options *options, const char *host,
+                   const char *port, int quit_seconds, bool read_stdin);
 
 /* What a personality returns for ferry's exit code @code: 0 or 1. */
 static inline int

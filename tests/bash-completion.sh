@@ -145,7 +145,7 @@ assert_completes "ferry ssh://ferry-test-host/var/" ""
 # PATH after -U, a host first (known_hosts, not ssh aliases; not with -l), no
 # port.
 assert_completes "ferry --compat=nc -" -4 -6 -b -C -D -d -F -h -I -i -k -l -M -m -N -n -O -P -p \
-    -q -r -s -T -U -v -w -X -x -z
+    -q -r -s -T -U -u -v -w -X -x -z
 assert_completes "ferry --compat=nc -T af4" af41 af42 af43
 assert_completes "ferry --compat=nc -p " ""
 assert_completes "ferry --compat=nc -X " 4 5 connect
