@@ -94,7 +94,7 @@ done
 ! complete_line "ferry digest " | grep -e '|' -e '\*' -e '^@' || fail "a hashed or pattern entry offered"
 assert_completes "ferry digest --src-format=q" qcow2 qed
 assert_completes "ferry --no-s" --no-shutdown --no-splice
-assert_completes "ferry --comp" --compat=
+assert_completes "ferry --comp" --compat= --compress
 assert_completes "ferry --compat=" nc virt-ssh-helper
 assert_completes "ferry --nbd-r" --nbd-readonly --nbd-receive=
 assert_completes "ferry --progress=a" always auto
