@@ -589,6 +589,56 @@ quit_wait (int seconds)
     ;
 }
 
+/* The flag combinations ferry's nc refuses, checked before anything is
+ * opened; returns -1, or the exit code. */
+static int
+check_combinations (const struct ferry_options *options, const struct nc_flags *flags)
+{
+  if (flags->proxy_address && (options->listen || flags->unix_socket || flags->udp)) {
+    ferry_error ("no proxy support for %s", options->listen ? "listen"
+                 : flags->udp ? "UDP mode" : "unix sockets");
+    return 1;
+  }
+  if (flags->proxy_address && (flags->zero_io || flags->pass_fd)) {
+    /* -z and -F connect on their own, as netcat's remote_connect(). */
+    ferry_error ("-%c with -x is not supported by ferry's nc", flags->zero_io ? 'z' : 'F');
+    return FERRY_EXIT_NC_UNSUPPORTED;
+  }
+  if (flags->udp && (flags->zero_io || flags->unix_socket)) {
+    ferry_error ("%s is not supported by ferry's nc", flags->zero_io ? "-z -u" : "-U -u");
+    return 1;
+  }
+  if (flags->udp && !options->listen &&
+      (options->connect.bind_host || options->connect.bind_port)) {
+    ferry_error ("-u with -s or -p is not supported by ferry's nc");
+    return FERRY_EXIT_NC_UNSUPPORTED;
+  }
+  return -1;
+}
+
+/* The relay to @options->address (with -z -U, only its check), stdin made
+ * as -d, -C and -i say; returns the exit code. */
+static int
+run_relay (struct ferry_options *options, const struct nc_flags *flags)
+{
+  int rc;
+
+  /* netcat-openbsd 1.219 ends a listening relay at the client's EOF; as a
+   * client it keeps sending stdin after the network's EOF. */
+  options->relay.remote_eof_ends_local = options->listen;
+  if (flags->zero_io)
+    return scan_unix (options);
+  if (flags->no_stdin && !stdin_from_dev_null (options))
+    return 1;
+  if ((flags->crlf || flags->interval > 0) && !flags->no_stdin && !filter_stdin_start (flags))
+    return 1;
+  rc = compat_exit_code (ferry_run (options));
+  /* -q SECS: netcat closes the socket, then waits before it exits 0. */
+  if (rc == 0 && flags->quit_seconds > 0)
+    quit_wait (flags->quit_seconds);
+  return rc;
+}
+
 int
 compat_nc_main (int argc, char **argv)
 {
@@ -609,29 +659,13 @@ compat_nc_main (int argc, char **argv)
   if ((rc = parse_arguments (argc - optind, argv + optind, &options, &flags, &host,
                              &port_args, &n_ports)) >= 0)
     return rc;
-  if (flags.proxy_address && (options.listen || flags.unix_socket || flags.udp)) {
-    ferry_error ("no proxy support for %s", options.listen ? "listen"
-                 : flags.udp ? "UDP mode" : "unix sockets");
-    return 1;
-  }
-  if (flags.proxy_address && (flags.zero_io || flags.pass_fd)) {
-    /* -z and -F connect on their own, as netcat's remote_connect(). */
-    ferry_error ("-%c with -x is not supported by ferry's nc", flags.zero_io ? 'z' : 'F');
-    return FERRY_EXIT_NC_UNSUPPORTED;
-  }
+  if ((rc = check_combinations (&options, &flags)) >= 0)
+    return rc;
   if (flags.proxy_address &&
       (options.connect.proxy = proxy = proxy_from_nc (flags.proxy_protocol, flags.proxy_address,
                                                       flags.proxy_user, &error)) == NULL) {
     ferry_error ("%s", error->message);
     return 1;
-  }
-  if (flags.udp && (flags.zero_io || flags.unix_socket)) {
-    ferry_error ("%s is not supported by ferry's nc", flags.zero_io ? "-z -u" : "-U -u");
-    return 1;
-  }
-  if (flags.udp && !options.listen && (options.connect.bind_host || options.connect.bind_port)) {
-    ferry_error ("-u with -s or -p is not supported by ferry's nc");
-    return FERRY_EXIT_NC_UNSUPPORTED;
   }
   options.relay.verbose = flags.verbose;
   if (flags.unix_socket) {
@@ -662,19 +696,5 @@ compat_nc_main (int argc, char **argv)
       return 1;
   }
   options.address = address;
-  /* netcat-openbsd 1.219 ends a listening relay at the client's EOF; as a
-   * client it keeps sending stdin after the network's EOF. */
-  options.relay.remote_eof_ends_local = options.listen;
-
-  if (flags.zero_io)
-    return scan_unix (&options);
-  if (flags.no_stdin && !stdin_from_dev_null (&options))
-    return 1;
-  if ((flags.crlf || flags.interval > 0) && !flags.no_stdin && !filter_stdin_start (&flags))
-    return 1;
-  rc = compat_exit_code (ferry_run (&options));
-  /* -q SECS: netcat closes the socket, then waits before it exits 0. */
-  if (rc == 0 && flags.quit_seconds > 0)
-    quit_wait (flags.quit_seconds);
-  return rc;
+  return run_relay (&options, &flags);
 }
