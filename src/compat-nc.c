@@ -609,9 +609,12 @@ compat_nc_main (int argc, char **argv)
   if ((rc = parse_arguments (argc - optind, argv + optind, &options, &flags, &host,
                              &port_args, &n_ports)) >= 0)
     return rc;
-  if (flags.proxy_address && (options.listen || flags.unix_socket || flags.udp)) {
-    ferry_error ("no proxy support for %s", options.listen ? "listen"
-                 : flags.udp ? "UDP mode" : "unix sockets");
+  /* netcat's checks, in its order. */
+  if (flags.proxy_address &&
+      (flags.udp || options.listen || flags.unix_socket || options.connect.bind_host)) {
+    ferry_error ("no proxy support for %s", flags.udp ? "UDP mode"
+                 : options.listen ? "listen" : flags.unix_socket ? "unix sockets"
+                 : "local source address");
     return 1;
   }
   if (flags.proxy_address && (flags.zero_io || flags.pass_fd)) {
