@@ -589,6 +589,18 @@ quit_wait (int seconds)
     ;
 }
 
+/* The flag that -u cannot take, or '\0': the UDP relay reads stdin
+ * itself (no -C or -i filter), and -F would pass a TCP socket. */
+static char
+udp_unsupported (const struct nc_flags *flags, bool listen)
+{
+  if (flags->pass_fd && !listen)
+    return 'F';
+  if (flags->no_stdin)
+    return '\0';
+  return flags->crlf ? 'C' : flags->interval > 0 ? 'i' : '\0';
+}
+
 int
 compat_nc_main (int argc, char **argv)
 {
@@ -601,6 +613,7 @@ compat_nc_main (int argc, char **argv)
   const char *host = NULL;
   char **port_args = NULL;
   int n_ports = 0, rc;
+  char c;
 
   g_set_prgname ("nc");
   ferry_options_init (&options);
@@ -634,6 +647,10 @@ compat_nc_main (int argc, char **argv)
   }
   if (flags.udp && !options.listen && (options.connect.bind_host || options.connect.bind_port)) {
     ferry_error ("-u with -s or -p is not supported by ferry's nc");
+    return FERRY_EXIT_NC_UNSUPPORTED;
+  }
+  if (flags.udp && (c = udp_unsupported (&flags, options.listen))) {
+    ferry_error ("-u with -%c is not supported by ferry's nc", c);
     return FERRY_EXIT_NC_UNSUPPORTED;
   }
   options.relay.verbose = flags.verbose;
