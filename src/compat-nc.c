@@ -589,14 +589,31 @@ quit_wait (int seconds)
     ;
 }
 
+/* The flag that -u cannot take, or '\0': the UDP relay reads stdin
+ * itself (no -C or -i filter), and -F would pass a TCP socket. */
+static char
+udp_unsupported (const struct nc_flags *flags, bool listen)
+{
+  if (flags->pass_fd && !listen)
+    return 'F';
+  if (flags->no_stdin)
+    return '\0';
+  return flags->crlf ? 'C' : flags->interval > 0 ? 'i' : '\0';
+}
+
 /* The flag combinations ferry's nc refuses, checked before anything is
  * opened; returns -1, or the exit code. */
 static int
 check_combinations (const struct ferry_options *options, const struct nc_flags *flags)
 {
-  if (flags->proxy_address && (options->listen || flags->unix_socket || flags->udp)) {
-    ferry_error ("no proxy support for %s", options->listen ? "listen"
-                 : flags->udp ? "UDP mode" : "unix sockets");
+  char c;
+
+  /* netcat's checks, in its order. */
+  if (flags->proxy_address &&
+      (flags->udp || options->listen || flags->unix_socket || options->connect.bind_host)) {
+    ferry_error ("no proxy support for %s", flags->udp ? "UDP mode"
+                 : options->listen ? "listen" : flags->unix_socket ? "unix sockets"
+                 : "local source address");
     return 1;
   }
   if (flags->proxy_address && (flags->zero_io || flags->pass_fd)) {
@@ -606,11 +623,15 @@ check_combinations (const struct ferry_options *options, const struct nc_flags *
   }
   if (flags->udp && (flags->zero_io || flags->unix_socket)) {
     ferry_error ("%s is not supported by ferry's nc", flags->zero_io ? "-z -u" : "-U -u");
-    return 1;
+    return FERRY_EXIT_NC_UNSUPPORTED;
   }
   if (flags->udp && !options->listen &&
       (options->connect.bind_host || options->connect.bind_port)) {
     ferry_error ("-u with -s or -p is not supported by ferry's nc");
+    return FERRY_EXIT_NC_UNSUPPORTED;
+  }
+  if (flags->udp && (c = udp_unsupported (flags, options->listen))) {
+    ferry_error ("-u with -%c is not supported by ferry's nc", c);
     return FERRY_EXIT_NC_UNSUPPORTED;
   }
   return -1;

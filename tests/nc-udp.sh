@@ -221,10 +221,16 @@ done
 # Refused combinations.
 for nc in "$FERRY --compat=nc" "$T/bin/nc"; do
     rc=0; $nc -z -u 127.0.0.1 "$port" 2> "$T/err" || rc=$?
-    assert_eq "1:nc: -z -u is not supported by ferry's nc" "$rc:$(cat "$T/err")" "$nc -z -u"
+    assert_eq "2:nc: -z -u is not supported by ferry's nc" "$rc:$(cat "$T/err")" "$nc -z -u"
     # The port is parsed as for TCP, with netcat's message.
     rc=0; $nc -u 127.0.0.1 65536 2> "$T/err" || rc=$?
     assert_eq "1:nc: port number too large: 65536" "$rc:$(cat "$T/err")" "$nc -u with a bad port"
     rc=0; $nc -U -u "$T/none.sock" 2> "$T/err" || rc=$?
-    assert_eq "1:nc: -U -u is not supported by ferry's nc" "$rc:$(cat "$T/err")" "$nc -U -u"
+    assert_eq "2:nc: -U -u is not supported by ferry's nc" "$rc:$(cat "$T/err")" "$nc -U -u"
+    # The UDP relay reads stdin itself, and -F would pass a TCP socket.
+    for flag in -C "-i 1" -F; do
+        rc=0; $nc -u $flag 127.0.0.1 "$port" </dev/null >/dev/null 2> "$T/err" || rc=$?
+        assert_eq "2:nc: -u with ${flag%% *} is not supported by ferry's nc" \
+            "$rc:$(cat "$T/err")" "$nc -u $flag"
+    done
 done

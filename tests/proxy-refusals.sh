@@ -135,8 +135,9 @@ rc=0
 assert_eq 1 "$rc" "nc -X 6: exit code"
 assert_eq "nc: unsupported proxy protocol '6' (expected -X connect, 4 or 5)" "$(cat "$T/err")" \
     "nc -X 6: message"
-# As netcat-openbsd's: no proxy for -l or -U.
-for args in "-l 1234|listen" "-U $T/none.sock|unix sockets"; do
+# As netcat-openbsd's, in its order: no proxy for -u, -l, -U or -s.
+for args in "-l 1234|listen" "-U $T/none.sock|unix sockets" "-l -u 1234|UDP mode" \
+    "-s 127.0.0.1 127.0.0.1 22|local source address"; do
     rc=0
     "$FERRY" --compat=nc -x "$proxy" ${args%|*} 2> "$T/err" || rc=$?
     assert_eq 1 "$rc" "nc -x ${args%|*}: exit code"

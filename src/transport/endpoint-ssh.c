@@ -221,8 +221,11 @@ channel_endpoint_writev (struct endpoint *ep, const struct iovec *iov, int iovcn
 
   if (ferry_ssh_conn_is_dead (se->conn))
     return channel_failed (se);
-  /* The kernel took nothing of the last write yet: that is backpressure. */
+  /* The kernel took nothing of the last write yet: that is backpressure.
+   * Another channel's read or write may be what flushes it, and no fd
+   * event follows that: the session's prepare looks for it. */
   if (ssh_get_poll_flags (s) & SSH_WRITE_PENDING) {
+    se->client.write_blocked = true;
     errno = EAGAIN;
     return -1;
   }
@@ -236,7 +239,7 @@ channel_endpoint_writev (struct endpoint *ep, const struct iovec *iov, int iovcn
     }
     total += (size_t) n;
     if ((uint32_t) n < len) {
-      se->client.window_blocked = true;   /* the peer's window is full */
+      se->client.write_blocked = true;    /* the peer's window is full */
       break;
     }
   }

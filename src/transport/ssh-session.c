@@ -90,7 +90,7 @@ conn_prepare (GSource *source, gint *timeout)
   for (guint i = 0; i < c->clients->len; i++) {
     struct ferry_ssh_client *cl = g_ptr_array_index (c->clients, i);
     if (client_can_read (cl) || cl->state_changed ||
-        (cl->window_blocked && client_can_write (c, cl)))
+        (cl->write_blocked && client_can_write (c, cl)))
       return TRUE;
   }
   return FALSE;
@@ -142,7 +142,7 @@ conn_dispatch (GSource *source, GSourceFunc callback, gpointer data)
     if (readable || writable || cl->state_changed || c->dead) {
       cl->state_changed = false;
       if (writable)
-        cl->window_blocked = false;
+        cl->write_blocked = false;
       cl->ep->ready (cl->ep->ready_data, cl->ep, readable, writable);
     }
   }

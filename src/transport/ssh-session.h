@@ -37,8 +37,10 @@ struct ferry_ssh_client {
                                  readiness will announce it */
   bool state_changed;         /* EOF, close or an exit status came: even a
                                  relay that waits for nothing must hear it */
-  bool window_blocked;        /* the last write stopped at the peer's
-                                 window, whose adjust no callback announces */
+  bool write_blocked;         /* the last write stopped at the peer's window
+                                 or at libssh's pending output: neither the
+                                 window's adjust nor a flush by another
+                                 channel's call is announced */
 };
 
 /* Connect to @address's host, verify its key and authenticate.  Errors:

@@ -223,13 +223,18 @@ issue_flushes (struct receiver *r)
     issue_on (r, &r->export.conn[i], CMD_FLUSH, r->applied_to, 0, NULL, NULL);
 }
 
-/* Room for another record of a request's size (or the one being read to
- * go on), and for another command. */
+/* Room for another record of a request's size, or for the CDATA record
+ * whose payload comes next, held whole twice (compressed, and room for its
+ * length); or the one being read goes on.  And room for another command. */
 static bool
 has_room (struct receiver *r)
 {
+  const struct stream_parser *p = &r->parser;
+  uint64_t next = p->state == STREAM_IN_PAYLOAD && p->packed_length
+                  ? (uint64_t) p->packed_length + p->record_length : r->export.request_size;
+
   return (r->record || r->packed || r->held == 0 ||
-          r->held + r->export.request_size <= r->in_flight_limit) &&
+          r->held + next <= r->in_flight_limit) &&
          nbd_export_in_flight (&r->export) <
            r->export.n_conns * NBD_STREAM_REQUESTS_PER_CONNECTION;
 }
