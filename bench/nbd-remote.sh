@@ -14,7 +14,7 @@
 #                --delta against a full copy, with the same channels
 #   --compare-args ARGS adds the --streams=N up- and download with ARGS
 #
-# SRC is nbdkit sparse-random (SIZE, 25% data), or an ext4 image of files
+# SRC is nbdkit sparse-random (SIZE, 25% data, random content), or an ext4 image of files
 # from /usr; every DST is a fresh nbdkit memory export, checked against
 # SRC's digest after each run.  Every link goes through bench/delay-proxy.c:
 # DELAY ms each way (this kernel has no netem) and --rate-mbit, then 0 ms
@@ -210,8 +210,10 @@ if [ "$image" = ext4-usr ]; then
     serve src file "$T/usr.img" --readonly
     image_text="ext4 image of a sample of /usr's files (mkfs.ext4 -d), $size"
 else
-    serve src sparse-random size="$size" seed=2 percent="$data_percent"
-    image_text="nbdkit sparse-random size=$size percent=$data_percent"
+    # random-content: incompressible data blocks (the default repeats one
+    # byte over each block, which --compress would shrink to nothing).
+    serve src sparse-random size="$size" seed=2 percent="$data_percent" random-content=true
+    image_text="nbdkit sparse-random size=$size percent=$data_percent random-content=true"
 fi
 src=$(uri src) dst=$(uri dst)
 "$FERRY" -v --nbd-send="$src" 2> "$T/src.v" > /dev/null
