@@ -49,7 +49,7 @@ compat_nc_udp (const struct ferry_options *options, const char *host, const char
   int fd, rc;
 
   if (!address_is_host_port (host, port)) {
-    ferry_error ("invalid address %s: the port must be 1-65535 or a service name", name);
+    ferry_error ("invalid address %s: not a host name or an IP address", name);
     return FERRY_EXIT_USAGE;
   }
   fd = options->listen ? udp_bind (host, port, options->connect.family, &error)

@@ -257,7 +257,7 @@ done
 # -T, -I, -O, -D, -M, -m, -b: the same socket options, as strace sees them set.
 if command -v strace >/dev/null; then
     for impl in netcat ferry; do
-        PATH="$T/$impl:$PATH" within 10 strace -f -qq -e trace=setsockopt -o "$T/strace-$impl" \
+        PATH="$T/$impl:$PATH" within 10 env "${STRACE_ENV[@]}" strace -f -qq -e trace=setsockopt -o "$T/strace-$impl" \
             nc -N -T af41 -I 65536 -O 32768 -D -M 9 -m 2 -b 127.0.0.1 "$open" \
             < "$T/ping" > /dev/null ||
             fail "$impl -T -I -O -D -M -m -b exited $?"

@@ -302,11 +302,12 @@ ask_password (struct proxy *p)
   char password[256];
   g_autofree char *prompt = g_strdup_printf ("Proxy password for %s@%s: ", p->user, p->name);
 
-  if (!tty_prompt (prompt, password, sizeof password, false))
-    return false;
-  p->password = g_strdup (password);
-  explicit_bzero (password, sizeof password);
-  return true;
+  bool answered = tty_prompt (prompt, password, sizeof password, false);
+
+  if (answered)
+    p->password = g_strdup (password);
+  explicit_bzero (password, sizeof password);   /* a part typed before a stop too */
+  return answered;
 }
 
 /* HTTP CONNECT (RFC 9110 9.3.6): any 2xx opens the tunnel.  *@retry: a
