@@ -31,7 +31,7 @@ compat_nc_udp (const struct ferry_options *options, const char *host, const char
                int quit_seconds, bool read_stdin)
 {
   g_autoptr (GError) error = NULL;
-  g_autofree char *peer = udp_name (host, port);
+  g_autofree char *peer = ferry_host_port (host, port);
   g_autofree char *name = g_strdup_printf ("udp '%s'", peer);
   struct datagram_config config = {
     .name = name,

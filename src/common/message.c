@@ -124,3 +124,9 @@ ferry_status_end (void)
   }
   status_width = 0;
 }
+
+char *
+ferry_host_port (const char *host, const char *port)
+{
+  return g_strdup_printf (strchr (host, ':') ? "[%s]:%s" : "%s:%s", host, port);
+}

@@ -27,6 +27,10 @@ void ferry_report (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
 /* -vv's detail: a line per connection, channel or range. */
 void ferry_detail (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
 
+/* "HOST:PORT", an IPv6 literal in brackets ("[::1]:22"), as addresses
+ * and messages write a host and its port. */
+char *ferry_host_port (const char *host, const char *port);
+
 /* A status line (progress.c): drawn over itself with "\r", kept below the
  * messages (ferry_error erases it before its line), ended by a newline. */
 void ferry_status (const char *text);

@@ -75,6 +75,7 @@ dg_connect_first (struct dgram *d)
   struct sockaddr_storage from;
   socklen_t len = sizeof from;
   char host[NI_MAXHOST], port[NI_MAXSERV];
+  g_autofree char *peer = NULL;
   char byte;
 
   if (recvfrom (d->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT, (struct sockaddr *) &from, &len) < 0) {
@@ -88,8 +89,8 @@ dg_connect_first (struct dgram *d)
     g_strlcpy (port, "?", sizeof port);
   }
   g_free (d->name);
-  d->name = strchr (host, ':') ? g_strdup_printf ("udp '[%s]:%s'", host, port)
-                               : g_strdup_printf ("udp '%s:%s'", host, port);
+  peer = ferry_host_port (host, port);
+  d->name = g_strdup_printf ("udp '%s'", peer);
   if (connect (d->fd, (struct sockaddr *) &from, len) < 0) {
     dg_fail_net (d, "connect to", errno);
     return;

@@ -9,6 +9,7 @@
 #include <sys/un.h>
 
 #include "error.h"
+#include "message.h"
 #include "suggest.h"
 #include "virt-uri.h"
 
@@ -376,8 +377,9 @@ address_ssh_target (const struct address *a)
 char *
 address_tcp_text (const char *host, const char *port)
 {
-  return strchr (host, ':') ? g_strdup_printf ("tcp:[%s]:%s", host, port)
-                            : g_strdup_printf ("tcp:%s:%s", host, port);
+  g_autofree char *host_port = ferry_host_port (host, port);
+
+  return g_strconcat ("tcp:", host_port, NULL);
 }
 
 bool

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "error.h"
+#include "message.h"
 #include "signal-watch.h"
 #include "tty-prompt.h"
 
@@ -74,8 +75,7 @@ proxy_new (const char *option, const char *text, enum proxy_kind kind, const cha
   p->port = g_strdup (port);
   p->user = g_strdup (user);
   p->password = g_strdup (password);
-  p->name = strchr (host, ':') ? g_strdup_printf ("[%s]:%s", host, port)
-                               : g_strdup_printf ("%s:%s", host, port);
+  p->name = ferry_host_port (host, port);
   return g_steal_pointer (&p);
 }
 
@@ -564,8 +564,7 @@ proxy_handshake (struct proxy *p, int fd, const char *host, const char *port,
     .deadline = timeout_ms < 0 ? -1 : g_get_monotonic_time () + timeout_ms * G_GINT64_CONSTANT (1000),
     .timeout_ms = timeout_ms,
     .name = name,
-    .target = strchr (host, ':') ? g_strdup_printf ("[%s]:%s", host, port)
-                                 : g_strdup_printf ("%s:%s", host, port),
+    .target = ferry_host_port (host, port),
   };
   bool ok = false, retry = false;
 

@@ -10,13 +10,7 @@
 #include <unistd.h>
 
 #include "error.h"
-
-char *
-udp_name (const char *host, const char *port)
-{
-  return strchr (host, ':') ? g_strdup_printf ("[%s]:%s", host, port)
-                            : g_strdup_printf ("%s:%s", host, port);
-}
+#include "message.h"
 
 /* Resolve, and take the first address that connects, or binds if @passive. */
 static int
@@ -29,7 +23,7 @@ udp_open (const char *host, const char *port, int family, bool passive, GError *
     .ai_flags = passive ? AI_PASSIVE : 0,
   };
   struct addrinfo *res, *ai;
-  g_autofree char *name = udp_name (host, port);
+  g_autofree char *name = ferry_host_port (host, port);
   const char *what = passive ? "listen on" : "connect to";
   int fd = -1, err = 0, rc, one = 1;
 

@@ -5,9 +5,6 @@
 
 #include <glib.h>
 
-/* "HOST:PORT", with an IPv6 HOST in brackets. */
-char *udp_name (const char *host, const char *port);
-
 /* A UDP socket connected to @host @port (@family: AF_UNSPEC, AF_INET or
  * AF_INET6), or -1 with a FERRY_EXIT_CONNECT error ("cannot connect to
  * udp 'HOST:PORT': REASON"). */
