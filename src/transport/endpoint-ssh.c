@@ -219,7 +219,7 @@ channel_endpoint_writev (struct endpoint *ep, const struct iovec *iov, int iovcn
   ssh_session s = ferry_ssh_conn_session (se->conn);
   size_t total = 0;
 
-  if (ferry_ssh_conn_is_dead (se->conn))
+  if (ferry_ssh_conn_is_dead (se->conn) || ssh_channel_is_closed (se->channel))
     return channel_failed (se);
   /* The kernel took nothing of the last write yet: that is backpressure.
    * Another channel's read or write may be what flushes it, and no fd

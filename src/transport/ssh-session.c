@@ -74,8 +74,12 @@ client_can_read (const struct ferry_ssh_client *cl)
 static bool
 client_can_write (const struct ferry_ssh_conn *c, const struct ferry_ssh_client *cl)
 {
-  return cl->want_write && !(ssh_get_poll_flags (c->session) & SSH_WRITE_PENDING) &&
-         ssh_channel_window_size (cl->channel) > 0;
+  /* A closed channel's window never opens again: its write fails at once,
+   * which ends the writer's direction (a remote command that exited
+   * without reading all its input). */
+  return cl->want_write && (ssh_channel_is_closed (cl->channel) ||
+                            (!(ssh_get_poll_flags (c->session) & SSH_WRITE_PENDING) &&
+                             ssh_channel_window_size (cl->channel) > 0));
 }
 
 static gboolean
