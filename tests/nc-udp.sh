@@ -9,7 +9,7 @@
 # (netcat cuts it), -q still writes the replies that come after stdin's
 # EOF (netcat stops reading there), -v sends no probe datagrams (netcat
 # sends five "X"), a refused datagram is one line and exit 1 (netcat: 0,
-# silent), -z -u and -U -u are refused, and SIGTERM exits 0, also while
+# silent), -z -u and -U -u are refused, and SIGTERM (and INT, HUP, QUIT) exits 0, also while
 # -l -u waits for its first datagram (netcat dies of it).
 . "$(dirname "$0")/lib.sh"
 need nc.openbsd python3 ss
@@ -202,6 +202,20 @@ for nc in "${NCS[@]}"; do
     wait_exit 10 "$listener" || rc=$?
     [ "$nc" = nc.openbsd ] && want=143 || want=0
     assert_eq "$want" "$rc" "exit code of $nc -u -l after SIGTERM, waiting"
+done
+# ferry's other stop signals end it the same way; SIGUSR1 does not.
+for sig in INT HUP QUIT; do
+    port=$(free_udp_port)
+    $DFL "$T/bin/nc" -u -l "$port" < /dev/null & track $!
+    listener=$LAST_PID
+    wait_until 10 udp_bound "$port"
+    kill -USR1 "$listener"
+    sleep 0.2
+    kill -0 "$listener" || fail "nc -u -l ended at SIGUSR1"
+    kill -"$sig" "$listener"
+    rc=0
+    wait_exit 10 "$listener" || rc=$?
+    assert_eq 0 "$rc" "exit code of ferry's nc -u -l after SIGUSR1 and SIG$sig, waiting"
 done
 
 # A datagram refused (nothing listens: ICMP port unreachable): netcat ends

@@ -68,15 +68,27 @@ on_signal (int signum)
   errno = saved;
 }
 
-static gboolean
-on_signal_pipe (int fd, GIOCondition condition, gpointer data)
+void
+signal_watch_dispatch (struct signal_watch *w)
 {
-  struct signal_watch *w = data;
   unsigned char signums[16];
-  ssize_t n = read (fd, signums, sizeof signums);
+  ssize_t n = read (w->rfd, signums, sizeof signums);
 
   for (ssize_t i = 0; i < n; i++)
     w->callback (signums[i], w->data);
+}
+
+int
+signal_watch_fd (const struct signal_watch *w)
+{
+  return w->rfd;
+}
+
+static gboolean
+on_signal_pipe (int fd, GIOCondition condition, gpointer data)
+{
+  (void) fd; (void) condition;
+  signal_watch_dispatch (data);
   return G_SOURCE_CONTINUE;
 }
 

@@ -26,6 +26,12 @@ struct signal_watch;
  * call in the process, or signal_watch_block, remembers which were. */
 struct signal_watch *signal_watch_new (signal_watch_fn callback, void *data);
 
+/* For a poll loop that runs without the main loop (nc -u's datagram
+ * relay): the fd to poll for POLLIN, and the call that reads it and calls
+ * back, as the main loop does. */
+int signal_watch_fd (const struct signal_watch *watch);
+void signal_watch_dispatch (struct signal_watch *watch);
+
 /* Block the signals that signal_watch_new catches, the old mask in @old:
  * around a fork, so that the child is not killed by a signal's default
  * action before its own signal_watch_new, which unblocks them. */

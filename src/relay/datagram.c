@@ -1,5 +1,5 @@
 /* ferry: the datagram relay of nc -u (datagram.h): one poll loop over
- * stdin, the socket, stdout and the stop signals. */
+ * stdin, the socket, stdout and the stop signals (signal-watch.h). */
 #include <config.h>
 
 #include "datagram.h"
@@ -8,7 +8,6 @@
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/signalfd.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 
 #include "exit-codes.h"
 #include "message.h"
+#include "signal-watch.h"
 
 struct dgram {
   const struct datagram_config *config;
@@ -221,27 +221,12 @@ dg_check_end (struct dgram *d)
     dg_stop_reading (d);
 }
 
-/* The stop signals, read from a signalfd; those ignored at start (nohup)
- * stay ignored. */
-static int
-dg_signals_open (void)
+/* A stop signal (SIGUSR1 is none): what was read is delivered, then the end. */
+static void
+on_signal (int signum, void *data)
 {
-  static const int stops[] = { SIGHUP, SIGINT, SIGTERM };
-  sigset_t set;
-  int fd;
-
-  sigemptyset (&set);
-  for (size_t i = 0; i < G_N_ELEMENTS (stops); i++) {
-    struct sigaction old;
-    if (sigaction (stops[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-      sigaddset (&set, stops[i]);
-  }
-  sigprocmask (SIG_BLOCK, &set, NULL);
-  fd = signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-  /* Without it, the signals keep their default action. */
-  if (fd < 0)
-    sigprocmask (SIG_UNBLOCK, &set, NULL);
-  return fd;
+  if (signum != SIGUSR1)
+    dg_stop_reading (data);
 }
 
 int
@@ -256,7 +241,7 @@ datagram_relay (int fd, const struct datagram_config *config)
     .stdin_open = config->read_stdin && !config->connect_first, .net_open = true,
     .eof_at = -1, .last = g_get_monotonic_time (),
   };
-  int sigfd = dg_signals_open ();
+  struct signal_watch *signals = signal_watch_new (on_signal, &d);
 
   /* A reader gone must be an EPIPE to report, not a silent death. */
   signal (SIGPIPE, SIG_IGN);
@@ -266,7 +251,7 @@ datagram_relay (int fd, const struct datagram_config *config)
       { .fd = fd, .events = (d.net_open && d.down_len == 0 ? POLLIN : 0) |
                             (d.up_len > 0 ? POLLOUT : 0) },
       { .fd = d.down_len > 0 ? STDOUT_FILENO : -1, .events = POLLOUT },
-      { .fd = sigfd, .events = POLLIN },
+      { .fd = signal_watch_fd (signals), .events = POLLIN },
     };
 
     if (poll (p, G_N_ELEMENTS (p), dg_poll_timeout (&d)) < 0) {
@@ -276,11 +261,8 @@ datagram_relay (int fd, const struct datagram_config *config)
       d.exit_code = FERRY_EXIT_IO;
       break;
     }
-    if (p[3].revents) {
-      struct signalfd_siginfo info;
-      if (read (sigfd, &info, sizeof info) > 0)
-        dg_stop_reading (&d);
-    }
+    if (p[3].revents)
+      signal_watch_dispatch (signals);
     if (p[0].revents)
       dg_read_stdin (&d);
     if (p[1].revents & POLLERR)
@@ -299,8 +281,7 @@ datagram_relay (int fd, const struct datagram_config *config)
     ferry_report ("%s: sent %" G_GUINT64_FORMAT " datagrams (%" G_GUINT64_FORMAT
                   " bytes), received %" G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " bytes)",
                   d.name, d.sent, d.sent_bytes, d.received, d.received_bytes);
-  if (sigfd >= 0)
-    close (sigfd);
+  signal_watch_free (signals);
   g_free (d.name);
   return d.exit_code;
 }

@@ -16,7 +16,8 @@
  *    net_eof_ends.  Not with endless.
  *  - a datagram refused (ICMP port unreachable: ECONNREFUSED on the
  *    connected socket) ends it, with one line and FERRY_EXIT_IO.
- *  - SIGTERM, SIGINT, SIGHUP: stop reading, deliver what was read, exit 0.
+ *  - SIGTERM, SIGINT, SIGHUP, SIGQUIT (signal-watch.h): stop reading,
+ *    deliver what was read, exit 0.
  * A datagram received is always written out before the end. */
 #ifndef FERRY_DATAGRAM_H
 #define FERRY_DATAGRAM_H
