@@ -11,6 +11,17 @@ serve () {  # NAME PLUGIN ARGS...: nbdkit on $T/NAME.sock
 }
 uri () { echo "nbd+unix:///?socket=$T/$1.sock"; }
 
+# nbdkit 1.32 itself may abort when its clients are killed mid-reply
+# ("raw_send_socket: Assertion `sock >= 0' failed"): if PID is gone, NAME
+# is served again by SERVE-FN (which sets the new PID), as a user would
+# restart it.
+serve_again_if_dead () {  # NAME PID SERVE-FN
+    kill -0 "$2" 2> /dev/null && return
+    echo "nbdkit's $1 died with its clients; started again" >&2
+    rm -f "$T/$1.sock"
+    "$3"
+}
+
 # An export of zeros whose reads at or past FROM fail with EIO: nbdkit eval,
 # so the failure comes on a known read every run (the error filter's rate
 # may miss a small export's few requests).

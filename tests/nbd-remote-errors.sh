@@ -6,7 +6,10 @@
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 start_sshd main /usr/bin:/bin
-serve src sparse-random size=8M seed=5 percent=50
+serve_src () { serve src sparse-random size=8M seed=5 percent=50; src_pid=$LAST_PID; }
+# A silenced local sender may take nbdkit with it (serve_again_if_dead).
+src_alive () { serve_again_if_dead src "$src_pid" serve_src; }
+serve_src
 serve small memory size=1M
 host=root@127.0.0.1:$SSHD_PORT
 
@@ -33,6 +36,7 @@ done
 # Three times: the remote receiver exits while the channel's window is
 # shut, and a relay that waited for it to open hung (about 1 run in 15).
 for _ in 1 2 3; do
+    src_alive
     remote_copy up "$(uri src)" "$(uri small)"
     expect 33 "ferry: $host: $(uri small) is 1048576 bytes, smaller than the stream's image of 8388608 bytes" \
         "upload, remote DST too small"
@@ -47,10 +51,12 @@ for streams in 1 2; do
     assert_eq "ferry: $who: cannot connect to $(uri missing): nbd_connect_uri: connect: No such file or directory" \
         "$(cat "$T/remote.err")" "download, remote SRC missing, --streams=$streams: the one line"
 done
+src_alive
 remote_copy down "$(uri src)" "$(uri small)"
 expect 23 "ferry: $(uri small) is 1048576 bytes, smaller than the stream's image of 8388608 bytes" \
     "download, local DST too small"
 REMOTE_HELPER=$T/no-such-ferry
+src_alive
 remote_copy up "$(uri src)" "$(uri small)"
 expect 24 "ferry: $host: the remote half exited with status 127 (ran: " "remote helper missing"
 

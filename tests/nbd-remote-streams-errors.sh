@@ -91,14 +91,7 @@ for way in $ways; do
     rm -f "$T"/pids/*
     # A --delta re-run completes the interrupted upload.
     if [ $way = up ]; then
-        # nbdkit 1.32 itself may abort when its clients are killed mid-reply
-        # ("raw_send_socket: Assertion `sock >= 0' failed"): the same export
-        # again, as a user would restart it.
-        if ! kill -0 "$src_pid" 2> /dev/null; then
-            echo "nbdkit's src died with its clients; started again" >&2
-            rm -f "$T/src.sock"
-            serve_src
-        fi
+        serve_again_if_dead src "$src_pid" serve_src
         remote_copy up "$(uri src)" "$(uri dst)" --streams=4 --delta
         assert_eq 0 "$REMOTE_RC" "the --delta re-run's exit code"
         within 120 qemu-img compare -f raw -F raw "$(uri src)" "$(uri dst)" >&2 ||
