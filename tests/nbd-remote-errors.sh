@@ -34,7 +34,7 @@ for streams in 1 2; do
         "$(cat "$T/remote.err")" "upload, local SRC missing, --streams=$streams: the one line"
 done
 # Three times: the remote receiver exits while the channel's window is
-# shut, and a relay that waited for it to open hung (about 1 run in 15).
+# shut, and a relay that waited for it to open hung (about 1 run in 10).
 for _ in 1 2 3; do
     src_alive
     remote_copy up "$(uri src)" "$(uri small)"

@@ -9,8 +9,9 @@
 # (netcat cuts it), -q still writes the replies that come after stdin's
 # EOF (netcat stops reading there), -v sends no probe datagrams (netcat
 # sends five "X"), a refused datagram is one line and exit 1 (netcat: 0,
-# silent), -z -u and -U -u are refused, and SIGTERM (and INT, HUP, QUIT) exits 0, also while
-# -l -u waits for its first datagram (netcat dies of it).
+# silent), -z -u and -U -u are refused, and SIGTERM (and INT, HUP, QUIT)
+# exits 0, also while -l -u waits for its first datagram (netcat dies of
+# it).
 . "$(dirname "$0")/lib.sh"
 need nc.openbsd python3 ss
 ferry_link nc
@@ -192,29 +193,31 @@ done
 
 # -l -u stopped while waiting for its first datagram: netcat dies of the
 # signal, ferry's nc exits 0 (nothing was read), as its TCP listener does.
-for nc in "${NCS[@]}"; do
+# ferry's other stop signals end it the same way; SIGUSR1 does not.
+stop_waiting_listener () {  # NC SIGNAL [SIGNAL-FIRST]
+    local nc=$1 sig=$2 first=${3:-} port rc=0
     port=$(free_udp_port)
     $DFL $nc -u -l "$port" < /dev/null & track $!
     listener=$LAST_PID
     wait_until 10 udp_bound "$port"
-    kill -TERM "$listener"
-    rc=0
+    if [ -n "$first" ]; then
+        kill -"$first" "$listener"
+        sleep 0.2
+        kill -0 "$listener" || fail "$nc -u -l ended at SIG$first"
+    fi
+    kill -"$sig" "$listener"
     wait_exit 10 "$listener" || rc=$?
+    return $rc
+}
+for nc in "${NCS[@]}"; do
+    rc=0
+    stop_waiting_listener "$nc" TERM || rc=$?
     [ "$nc" = nc.openbsd ] && want=143 || want=0
     assert_eq "$want" "$rc" "exit code of $nc -u -l after SIGTERM, waiting"
 done
-# ferry's other stop signals end it the same way; SIGUSR1 does not.
 for sig in INT HUP QUIT; do
-    port=$(free_udp_port)
-    $DFL "$T/bin/nc" -u -l "$port" < /dev/null & track $!
-    listener=$LAST_PID
-    wait_until 10 udp_bound "$port"
-    kill -USR1 "$listener"
-    sleep 0.2
-    kill -0 "$listener" || fail "nc -u -l ended at SIGUSR1"
-    kill -"$sig" "$listener"
     rc=0
-    wait_exit 10 "$listener" || rc=$?
+    stop_waiting_listener "$T/bin/nc" "$sig" USR1 || rc=$?
     assert_eq 0 "$rc" "exit code of ferry's nc -u -l after SIGUSR1 and SIG$sig, waiting"
 done
 
