@@ -48,11 +48,14 @@ usage: bench/nbd-remote.sh [OPTIONS]
                    down-openssh, down-args, resync-delta, resync-full
   --no-loopback    only the delayed link
   --timeout SECS   kill a contender that runs longer than SECS (default 900)
+  --gaps-ms MS     sample the delayed link every MS ms (bench/wire-timeline.py)
+                   and report the idle stretches in the data's direction between
+                   its first and last byte: where a stream waits at a range's end
   --ferry PATH     bench this ferry (default: build one in bench/.build-nbd-remote)
 EOF
 }
 rounds=3 size=1G image=sparse-random data_percent=25 delay_ms=25 rate_mbit=0 streams=4
-timeout_s=900 ferry= ferry_args_text= compare_args_text= only= links=(rtt loopback)
+timeout_s=900 ferry= ferry_args_text= compare_args_text= only= links=(rtt loopback) gaps_ms=0
 while [ $# -gt 0 ]; do
     case $1 in
     -h|--help) usage; exit 0 ;;
@@ -72,12 +75,13 @@ while [ $# -gt 0 ]; do
     --compare-args) compare_args_text=$2 ;;
     --contenders) only=$2 ;;
     --timeout) timeout_s=$2 ;;
+    --gaps-ms) gaps_ms=$2 ;;
     --ferry) ferry=$2 ;;
     *) usage >&2; exit 2 ;;
     esac
     shift 2
 done
-for n in "$rounds" "$data_percent" "$delay_ms" "$rate_mbit" "$streams" "$timeout_s"; do
+for n in "$rounds" "$data_percent" "$delay_ms" "$rate_mbit" "$streams" "$timeout_s" "$gaps_ms"; do
     [[ $n =~ ^[0-9]+$ ]] || { echo "bench: not a number: '$n'" >&2; exit 2; }
 done
 case $image in sparse-random|ext4-usr) ;; *) echo "bench: no such image: '$image'" >&2; exit 2 ;; esac
@@ -317,6 +321,39 @@ prepare_resync () {
 }
 
 wire () { od -An -tu8 "$T/wire.$1" | awk '{ printf "%s %s", $1, $2 }'; }
+# --gaps-ms: the link's timeline during one run, then its idle stretches in
+# the data's direction (up, or down for a download), from the first 4 MiB
+# (past the login and set-up) to the last byte: "IDLE-MS STRETCHES
+# LONGEST-MS", where a stretch is two intervals or more; "-" without.
+sampler=
+start_sampler () {  # LINK
+    python3 "$here/wire-timeline.py" "$T/wire.$1" "$gaps_ms" 1 > "$T/timeline" &
+    sampler=$!
+}
+stop_sampler () {  # SCENARIO
+    if [ -z "$sampler" ]; then echo -; return; fi
+    kill -TERM "$sampler" 2>/dev/null || true
+    wait "$sampler" 2>/dev/null || true
+    sampler=
+    local column=2
+    [ "$1" = down ] && column=3
+    awk -v c="$column" -v ms="$gaps_ms" '
+        NR > 1 { moved[n] = $c; total[n] = $(c + 2); n++ }
+        END {
+            first = -1; last = -1
+            for (i = 0; i < n; i++) {
+                if (first < 0 && total[i] > 4194304) first = i
+                if (moved[i] > 0) last = i
+            }
+            idle = stretches = longest = run = 0
+            for (i = first; first >= 0 && i <= last; i++) {
+                if (moved[i] == 0) { run++; continue }
+                idle += run; if (run >= 2) stretches++; if (run > longest) longest = run
+                run = 0
+            }
+            printf "%d %d %d", idle * ms, stretches, longest * ms
+        }' "$T/timeline"
+}
 times_of () {  # FILE -> "CPU-SECONDS MAX-RSS-KIB COUNT" over its processes
     awk 'NF == 3 && $1 ~ /^[0-9.]+$/ { cpu += $1 + $2; if ($3 > rss) rss = $3; n++ }
          END { printf "%.3f %d %d", cpu, rss, n }' "$1" 2>/dev/null || echo "0 0 0"
@@ -333,6 +370,7 @@ run_one () {  # ROUND LINK SCENARIO CONTENDER
     rm -f "$T/local.times" "$T/remote.times" "$T/other.times"
     : > "$T/run.err"
     w0=$(wire "$link")
+    [ "$gaps_ms" -gt 0 ] && [ "$link" = rtt ] && start_sampler "$link"
     t0=$EPOCHREALTIME
     run_contender "$name" 2>> "$T/run.err" || status=failed
     t1=$EPOCHREALTIME
@@ -346,11 +384,11 @@ run_one () {  # ROUND LINK SCENARIO CONTENDER
     fi
     stop "$dst_pid"
     rm -f "$T/dst.sock"   # nbdkit leaves it, and would not bind it again
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$link" "$scenario" "$name" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$link" "$scenario" "$name" \
         "$status" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" "$(times_of "$T/local.times")" \
         "$(times_of "$T/remote.times")" "$(times_of "$T/other.times")" \
         "$(echo "$w0 $w1" | awk '{ print $3 - $1 }')" "$(echo "$w0 $w1" | awk '{ print $4 - $2 }')" \
-        >> "$T/raw"
+        "$(stop_sampler "$scenario")" >> "$T/raw"
 }
 
 : > "$T/raw"
@@ -416,7 +454,8 @@ for line in open(raw):
     lc, lr, ln = f[6].split(); rc, rr, rn = f[7].split(); oc, orss, on = f[8].split()
     runs[link, name][rnd] = dict(status=status, secs=float(secs),
         local=(float(lc), int(lr), int(ln)), remote=(float(rc), int(rr), int(rn)),
-        other=(float(oc), int(orss), int(on)), up=int(f[9]), down=int(f[10]))
+        other=(float(oc), int(orss), int(on)), up=int(f[9]), down=int(f[10]),
+        gaps=tuple(int(x) for x in f[11].split()) if f[11] != "-" else None)
 gib, mib = size / 2**30, 2**20
 size_text = f"{size / 2**30:g} GiB" if size >= 2**30 else f"{size / mib:g} MiB"
 
@@ -517,6 +556,20 @@ for link, link_text in links:
         print(f"{first} | {secs:.2f} | {floor_cells(link, name)} | {size / mib / secs:.1f} | {data / mib / secs:.1f} "
               f"| {up / mib:.2f} / {down / mib:.2f} | {(up + down) / data:.3f} | {lcpu} | {lrss} "
               f"| {m(lambda v: v['remote'][2]):g} | {rcpu} | {rrss} | {ocpu} |")
+with_gaps = [(name, got) for name in label if (got := ok("rtt", name))
+             and all(v["gaps"] for v in got.values())]
+if with_gaps:
+    print()
+    print("the delayed link's idle stretches in the data's direction (--gaps-ms), from the first")
+    print("4 MiB to the last byte; medians: idle ms in all, stretches of two intervals or more,")
+    print("the longest, in ms; per round: idle ms")
+    print("| scenario | contender | idle ms | stretches | longest ms | per round |")
+    print("|---|---|---|---|---|---|")
+    for name, got in with_gaps:
+        g = lambda i: statistics.median(v["gaps"][i] for v in got.values())
+        rounds_text = " ".join(str(got[r]["gaps"][0]) for r in sorted(got))
+        print(f"| {scenario_text[scenario_of[name]]} | {label[name]} | {g(0):g} | {g(1):g} | {g(2):g} "
+              f"| {rounds_text} |")
 failed = [(k, r, v["status"]) for k, rs in runs.items() for r, v in rs.items() if v["status"] != "ok"]
 for (link, name), r, status in failed:
     print(f"round {r}: {link} {name}: {status} (left out of the medians)")
