@@ -174,7 +174,8 @@ stop_copy () {  # PID FILE SECS
 # copies SRC (local) to DST (on the ssh host), down the other way.  Sets REMOTE_RC; stderr in
 # $T/remote.err, and the two halves' -v summaries (the remote one named
 # after the host) in $T/send.err and $T/recv.err.  One stream unless
-# OPTIONS say --streams=N.
+# OPTIONS say --streams=N.  A copy that runs $REMOTE_WITHIN seconds (170,
+# inside meson's 180) is killed: a hang then fails with its lines.
 remote_copy () {  # up|down SRC DST [OPTIONS...]
     local way=$1 src=$2 dst=$3 args; shift 3
     if [ "$way" = up ]; then
@@ -183,7 +184,7 @@ remote_copy () {  # up|down SRC DST [OPTIONS...]
         args=(--nbd-receive="$dst" --remote-nbd-send="$src")
     fi
     REMOTE_RC=0
-    within 300 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" \
+    within "${REMOTE_WITHIN:-170}" env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" \
         --remote-helper="${REMOTE_HELPER:-$FERRY}" "${args[@]}" --streams=1 "$@" \
         "$(ssh_base)?keyfile=$SSH_KEY${REMOTE_PARAMS:-}" 2> "$T/remote.err" || REMOTE_RC=$?
     cat "$T/remote.err" >&2
