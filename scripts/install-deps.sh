@@ -6,7 +6,7 @@ set -eu
 
 PACKAGES="
   gcc meson ninja-build pkg-config
-  libglib2.0-dev libjson-glib-dev libssh-dev libnbd-dev libssl-dev libzstd-dev zstd
+  libglib2.0-dev libssh-dev libnbd-dev libssl-dev libzstd-dev zstd
   clang libclang-rt-14-dev
   coreutils procps psmisc iproute2 strace time openssl
   socat netcat-openbsd ncat rsync

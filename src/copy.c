@@ -205,18 +205,14 @@ stats_pipe (int fds[2])
 static void
 take_half_stats (int fds[2], const char *name)
 {
-  JsonObject *half = ferry_stats_read_fd (fds[0]);
-  JsonNode *node;
+  StatsValue *half = ferry_stats_read_fd (fds[0]);
 
   if (fds[0] >= 0)
     close (fds[0]);
   if (fds[1] >= 0)
     close (fds[1]);
-  if (half == NULL)
-    return;
-  node = json_node_new (JSON_NODE_OBJECT);
-  json_node_take_object (node, half);
-  ferry_stats_set (name, node);
+  if (half)
+    ferry_stats_set (name, half);
 }
 
 static int

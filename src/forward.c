@@ -37,7 +37,7 @@ struct forward {
   char *expired_why;          /* once stopping: why a relay is cut at --drain-timeout */
   char *cut_why;              /* once cut (a second signal): why every relay is */
   unsigned drained, cut;      /* while stopping: relays that delivered all or not */
-  JsonObject *totals;         /* --stats=json: the ended connections' sums */
+  StatsValue *totals;         /* --stats=json: the ended connections' sums */
   guint64 failed;             /* connections that ended with a non-zero code */
   bool finished;
   forward_done_fn done;
@@ -58,7 +58,7 @@ struct connection {
   GMainContext *context;      /* @worker's context, or the main loop's */
   struct relay *relay;        /* NULL before the start and after the end */
   int exit_code;              /* set before @ended is attached */
-  JsonObject *stats;          /* --stats=json: the relay's counts, set with @exit_code */
+  StatsValue *stats;          /* --stats=json: the relay's counts, set with @exit_code */
   GSource *ended;             /* reports the end on the main loop */
 };
 
@@ -92,17 +92,17 @@ peak_rss_kib (void)
 static void
 forward_record_stats (struct forward *f)
 {
-  g_autoptr (JsonObject) none = NULL;
+  g_autoptr (StatsValue) none = NULL;
 
   if (!ferry_stats_enabled ())
     return;
-  none = json_object_new ();
+  none = stats_object_new ();
   ferry_stats_set_int ("connections", f->served);
   ferry_stats_set_int ("failed_connections", f->failed);
   ferry_stats_set_int ("peak_connections", f->peak);
   ferry_stats_set_int ("peak_rss_kib", peak_rss_kib ());
   if (f->totals == NULL)
-    f->totals = json_object_new ();
+    f->totals = stats_object_new ();
   /* Zeros when nothing came. */
   relay_stats_json_add (f->totals, none);
   ferry_stats_merge (f->totals);
@@ -113,21 +113,21 @@ static void
 connection_record_stats (struct connection *c)
 {
   struct forward *f = c->forward;
-  g_autoptr (JsonObject) line = json_object_new ();
+  g_autoptr (StatsValue) line = stats_object_new ();
 
   if (c->exit_code != FERRY_EXIT_OK)
     f->failed++;
   if (!ferry_stats_enabled ())
     return;
   if (f->totals == NULL)
-    f->totals = json_object_new ();
+    f->totals = stats_object_new ();
   if (c->stats)
     relay_stats_json_add (f->totals, c->stats);
-  json_object_set_string_member (line, "type", "connection");
+  stats_object_set_string (line, "type", "connection");
   ferry_stats_object_set_text (line, "connection", c->peer);
   if (c->stats)
-    ferry_stats_object_copy_members (line, c->stats);
-  json_object_set_int_member (line, "exit_code", c->exit_code);
+    stats_object_copy_members (line, c->stats);
+  stats_object_set_int (line, "exit_code", c->exit_code);
   ferry_stats_line (line);
 }
 
@@ -221,7 +221,7 @@ connection_unref (gpointer data)
   if (!g_atomic_int_dec_and_test (&c->refs))
     return;
   gsource_release (c->ended);
-  g_clear_pointer (&c->stats, json_object_unref);
+  g_clear_pointer (&c->stats, stats_value_free);
   g_free (c->peer);
   g_free (c);
 }
@@ -516,6 +516,6 @@ forward_free (struct forward *f)
   dialer_free (f->dialer);
   g_free (f->expired_why);
   g_free (f->cut_why);
-  g_clear_pointer (&f->totals, json_object_unref);
+  g_clear_pointer (&f->totals, stats_value_free);
   g_free (f);
 }

@@ -972,24 +972,22 @@ record_streams_stats (struct remote_copy *rc, bool complete)
   const struct range_counts *done = range_controller_done (rc->ranges);
   uint64_t size = range_controller_size (rc->ranges);
   g_autofree char *digest = complete ? range_controller_digest (rc->ranges) : NULL;
-  JsonArray *per_stream = json_array_new ();
-  JsonNode *node = json_node_new (JSON_NODE_ARRAY);
+  StatsValue *per_stream = stats_array_new ();
 
   for (unsigned i = 0; i < rc->n; i++) {
     const struct remote_channel *c = &rc->ch[i];
     const struct range_counts *its = &c->holder.done;
     double secs = stream_seconds (rc, c, now);
-    JsonObject *o = json_object_new ();
-    json_object_set_int_member (o, "stream", c->number);
-    json_object_set_int_member (o, "ranges", its->ranges);
-    json_object_set_int_member (o, "image", its->bytes);
-    json_object_set_int_member (o, "data", its->data_bytes);
+    StatsValue *o = stats_object_new ();
+    stats_object_set_int (o, "stream", c->number);
+    stats_object_set_int (o, "ranges", its->ranges);
+    stats_object_set_int (o, "image", its->bytes);
+    stats_object_set_int (o, "data", its->data_bytes);
     ferry_stats_object_set_ms (o, secs);
     ferry_stats_object_set_rate (o, its->data_bytes, secs);
-    json_array_add_object_element (per_stream, o);
+    stats_array_add (per_stream, o);
   }
-  json_node_take_array (node, per_stream);
-  ferry_stats_set ("per_stream", node);
+  ferry_stats_set ("per_stream", per_stream);
   ferry_stats_set_int ("ranges", range_controller_n_ranges (rc->ranges));
   ferry_stats_set_int ("image", size);
   ferry_stats_set_int ("data", done->data_bytes);
@@ -999,14 +997,12 @@ record_streams_stats (struct remote_copy *rc, bool complete)
   if (rc->delta) {
     uint64_t blocks, same;
     delta_blocks (rc, &blocks, &same);
-    JsonObject *d = json_object_new ();
-    JsonNode *dn = json_node_new (JSON_NODE_OBJECT);
-    json_object_set_int_member (d, "compared", blocks);
-    json_object_set_int_member (d, "sent", blocks - same);
-    json_object_set_int_member (d, "same", same);
-    json_object_set_int_member (d, "saved_bytes", done->same_bytes);
-    json_node_take_object (dn, d);
-    ferry_stats_set ("delta", dn);
+    StatsValue *d = stats_object_new ();
+    stats_object_set_int (d, "compared", blocks);
+    stats_object_set_int (d, "sent", blocks - same);
+    stats_object_set_int (d, "same", same);
+    stats_object_set_int (d, "saved_bytes", done->same_bytes);
+    ferry_stats_set ("delta", d);
   }
 }
 
@@ -1015,18 +1011,16 @@ record_streams_stats (struct remote_copy *rc, bool complete)
 static void
 record_local_stats (struct remote_copy *rc)
 {
-  JsonArray *local = json_array_new ();
-  JsonNode *node = json_node_new (JSON_NODE_ARRAY);
+  StatsValue *local = stats_array_new ();
 
   for (unsigned i = 0; i < rc->n; i++) {
-    JsonObject *half = ferry_stats_read_fd (rc->ch[i].stats);
+    StatsValue *half = ferry_stats_read_fd (rc->ch[i].stats);
     if (half == NULL)
-      half = json_object_new ();
-    json_object_set_int_member (half, "stream", rc->ch[i].number);
-    json_array_add_object_element (local, half);
+      half = stats_object_new ();
+    stats_object_set_int (half, "stream", rc->ch[i].number);
+    stats_array_add (local, half);
   }
-  json_node_take_array (node, local);
-  ferry_stats_set ("local", node);
+  ferry_stats_set ("local", local);
 }
 
 /* Whether every half ended well and DST is complete: no line printed. */

@@ -30,7 +30,7 @@ struct run {
   GSource *drain_timer;       /* stdio relay: --drain-timeout while stopping */
   bool quitting;              /* @exit_code is decided */
   int exit_code;
-  JsonObject *totals;         /* --stats=json with -l -k: the connections' sums */
+  StatsValue *totals;         /* --stats=json with -l -k: the connections' sums */
   guint64 connections;        /* and how many ended */
 };
 
@@ -40,8 +40,8 @@ struct run {
 static void
 run_record_relay (struct run *run, struct relay *relay, int exit_code)
 {
-  g_autoptr (JsonObject) counts = NULL;
-  g_autoptr (JsonObject) line = NULL;
+  g_autoptr (StatsValue) counts = NULL;
+  g_autoptr (StatsValue) line = NULL;
 
   if (!ferry_stats_enabled ())
     return;
@@ -51,13 +51,13 @@ run_record_relay (struct run *run, struct relay *relay, int exit_code)
     return;
   }
   if (run->totals == NULL)
-    run->totals = json_object_new ();
+    run->totals = stats_object_new ();
   relay_stats_json_add (run->totals, counts);
   run->connections++;
-  line = json_object_new ();
-  json_object_set_string_member (line, "type", "connection");
-  ferry_stats_object_copy_members (line, counts);
-  json_object_set_int_member (line, "exit_code", exit_code);
+  line = stats_object_new ();
+  stats_object_set_string (line, "type", "connection");
+  stats_object_copy_members (line, counts);
+  stats_object_set_int (line, "exit_code", exit_code);
   ferry_stats_line (line);
 }
 
@@ -294,7 +294,7 @@ ferry_run (const struct ferry_options *requested)
   if (run.totals) {
     ferry_stats_set_int ("connections", run.connections);
     ferry_stats_merge (run.totals);
-    json_object_unref (run.totals);
+    stats_value_free (run.totals);
   }
   relay_free (run.relay);
   listener_free (run.listener);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The stdout reader pauses for 2 s while the server has 32 MiB to send.
 # Meanwhile ferry must stop reading the socket: its RSS stays under 10 MiB,
-# far below the 32 MiB it would take to read it all (6.9 MiB measured, 8.2
-# since json-glib, for --stats=json, maps gio and its libraries into every
+# far below the 32 MiB it would take to read it all (6.9 MiB measured; 8.2
+# while json-glib, for --stats=json, mapped gio and its libraries into every
 # ferry), and it uses under 5% CPU (both from /proc).  Then everything
 # arrives.
 . "$(dirname "$0")/lib.sh"

@@ -11,7 +11,8 @@
 #include <stdbool.h>
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
+
+#include "stats-value.h"
 
 /* --stats's value: "json" (to stderr) or "json:FILE". */
 bool ferry_stats_parse (const char *spec, GError **error);
@@ -20,16 +21,16 @@ bool ferry_stats_open (GError **error);
 /* Whether --stats=json was given. */
 bool ferry_stats_enabled (void);
 
-/* A member of the final object; takes @value (a JsonNode) over, replacing
- * a member of that name. */
-void ferry_stats_set (const char *name, JsonNode *value);
+/* A member of the final object; takes @value (an object or an array)
+ * over, replacing a member of that name. */
+void ferry_stats_set (const char *name, StatsValue *value);
 void ferry_stats_set_string (const char *name, const char *value);
 void ferry_stats_set_int (const char *name, gint64 value);
 /* Every member of @members, as ferry_stats_set (@members is not taken). */
-void ferry_stats_merge (JsonObject *members);
+void ferry_stats_merge (StatsValue *members);
 
 /* Another object, written now on a line of its own (@object is not taken). */
-void ferry_stats_line (JsonObject *object);
+void ferry_stats_line (StatsValue *object);
 
 /* The final object with "exit_code": @exit_code, written once; later calls
  * do nothing.  Nothing without --stats. */
@@ -40,18 +41,16 @@ void ferry_stats_finish (int exit_code);
  * lines go nowhere.  @fd < 0: nothing is written at all. */
 void ferry_stats_to_fd (int fd);
 /* The object a half wrote to @fd (non-blocking, after its exit), or NULL. */
-JsonObject *ferry_stats_read_fd (int fd);
+StatsValue *ferry_stats_read_fd (int fd);
 
-/* Helpers for the modes' counts, in integers (json-glib writes a double
- * with 17 digits): @seconds as "milliseconds", and @bytes in @seconds as
- * "bytes_per_second" (0 in no time). */
-void ferry_stats_object_set_ms (JsonObject *object, double seconds);
-void ferry_stats_object_set_rate (JsonObject *object, guint64 bytes, double seconds);
-/* Copy every member of @from into @to, after @to's own. */
-void ferry_stats_object_copy_members (JsonObject *to, JsonObject *from);
+/* Helpers for the modes' counts, in integers: @seconds as
+ * "milliseconds", and @bytes in @seconds as "bytes_per_second" (0 in no
+ * time). */
+void ferry_stats_object_set_ms (StatsValue *object, double seconds);
+void ferry_stats_object_set_rate (StatsValue *object, guint64 bytes, double seconds);
 /* A name that a user or a peer gave (a path, an export's name), which
  * need not be UTF-8: its invalid bytes become U+FFFD, so that the line
  * stays JSON. */
-void ferry_stats_object_set_text (JsonObject *object, const char *name, const char *text);
+void ferry_stats_object_set_text (StatsValue *object, const char *name, const char *text);
 
 #endif

@@ -19,9 +19,9 @@
 #include <sys/types.h>
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 
 #include "endpoint.h"
+#include "stats-value.h"
 
 struct buffer;
 
@@ -39,7 +39,7 @@ struct buffer_watcher_ops {
   /* The buffer is being freed. */
   void (*release) (struct buffer *b);
   /* --stats=json: add the watcher's members to the relay's @object. */
-  void (*stats_json) (struct buffer *b, JsonObject *object);
+  void (*stats_json) (struct buffer *b, StatsValue *object);
 };
 
 struct buffer_ops {
@@ -121,7 +121,7 @@ buffer_finish (struct buffer *b)
 }
 
 static inline void
-buffer_stats_json (struct buffer *b, JsonObject *object)
+buffer_stats_json (struct buffer *b, StatsValue *object)
 {
   if (b->watcher && b->watcher->stats_json)
     b->watcher->stats_json (b, object);

@@ -174,7 +174,7 @@ watch_violation (struct buffer *b)
 }
 
 static void nbd_relay_print_stats (struct nbd_relay *nr, bool final);
-static JsonObject *nbd_relay_json (struct nbd_relay *nr);
+static StatsValue *nbd_relay_json (struct nbd_relay *nr);
 
 /* Once per connection: on the up side. */
 static void
@@ -187,13 +187,13 @@ watch_finish (struct buffer *b)
 }
 
 static void
-watch_stats_json (struct buffer *b, JsonObject *object)
+watch_stats_json (struct buffer *b, StatsValue *object)
 {
   struct nbd_side *side = b->watcher_data;
-  JsonObject *nbd = nbd_relay_json (side->nr);
+  StatsValue *nbd = nbd_relay_json (side->nr);
 
   if (nbd)
-    json_object_set_object_member (object, "nbd", nbd);
+    stats_object_set (object, "nbd", nbd);
 }
 
 static void
@@ -305,7 +305,7 @@ format_commands (struct nbd_relay *nr, GString *out)
 }
 
 /* --stats=json: format_handshake's fields. */
-static JsonObject *
+static StatsValue *
 handshake_json (struct nbd_relay *nr)
 {
   static const struct { uint16_t bit; const char *name; } flags[] = {
@@ -316,79 +316,79 @@ handshake_json (struct nbd_relay *nr)
     { NBD_FLAG_SEND_CACHE, "cache" }, { NBD_FLAG_SEND_FAST_ZERO, "fast_zero" },
   };
   const struct nbd_handshake_info *hs = nbd_framing_handshake (nr->f);
-  JsonObject *o = json_object_new ();
+  StatsValue *o = stats_object_new ();
 
-  json_object_set_string_member (o, "style", style_name (hs->style));
-  json_object_set_boolean_member (o, "tls", hs->tls);
+  stats_object_set_string (o, "style", style_name (hs->style));
+  stats_object_set_bool (o, "tls", hs->tls);
   if (hs->tls)
     return o;
   ferry_stats_object_set_text (o, "export", hs->export_name);
   if (hs->have_export) {
-    JsonArray *names = json_array_new ();
-    json_object_set_int_member (o, "size", hs->size);
-    json_object_set_int_member (o, "flags", hs->flags);
+    StatsValue *names = stats_array_new ();
+    stats_object_set_int (o, "size", hs->size);
+    stats_object_set_int (o, "flags", hs->flags);
     for (size_t i = 0; i < G_N_ELEMENTS (flags); i++)
       if (hs->flags & flags[i].bit)
-        json_array_add_string_element (names, flags[i].name);
-    json_object_set_array_member (o, "flag_names", names);
+        stats_array_add_string (names, flags[i].name);
+    stats_object_set (o, "flag_names", names);
   }
   if (hs->have_block_size) {
-    json_object_set_int_member (o, "block_min", hs->min_block);
-    json_object_set_int_member (o, "block_pref", hs->pref_block);
-    json_object_set_int_member (o, "block_max", hs->max_block);
+    stats_object_set_int (o, "block_min", hs->min_block);
+    stats_object_set_int (o, "block_pref", hs->pref_block);
+    stats_object_set_int (o, "block_max", hs->max_block);
   }
-  json_object_set_boolean_member (o, "structured_replies", hs->structured);
-  json_object_set_boolean_member (o, "extended_headers", hs->extended);
+  stats_object_set_bool (o, "structured_replies", hs->structured);
+  stats_object_set_bool (o, "extended_headers", hs->extended);
   ferry_stats_object_set_text (o, "meta_contexts", hs->meta[0] ? hs->meta : "none");
   return o;
 }
 
 /* --stats=json: format_commands' lines, an object per command by name. */
-static JsonObject *
+static StatsValue *
 commands_json (struct nbd_relay *nr)
 {
   gint64 now = g_get_monotonic_time ();
-  JsonObject *all = json_object_new ();
+  StatsValue *all = stats_object_new ();
 
   for (unsigned i = 0; i < NBD_STATS_CMDS; i++) {
     const struct nbd_cmd_stats *st = nbd_framing_cmd_stats (nr->f, i);
     uint64_t sent = st->ops + st->inflight_now + st->refused;
     double busy = (st->busy_usec + (st->inflight_now ? now - st->busy_since : 0)) / 1e6;
-    JsonObject *o;
+    StatsValue *o;
 
     if (sent == 0 || i == NBD_CMD_DISC)
       continue;
-    o = json_object_new ();
-    json_object_set_int_member (o, "ops", st->ops);
-    json_object_set_int_member (o, "bytes", st->bytes);
+    o = stats_object_new ();
+    stats_object_set_int (o, "ops", st->ops);
+    stats_object_set_int (o, "bytes", st->bytes);
     ferry_stats_object_set_ms (o, st->usec / 1e6);
     ferry_stats_object_set_rate (o, st->bytes, busy);
-    json_object_set_double_member (o, "inflight_avg",
+    stats_object_set_double (o, "inflight_avg",
                                    (double) st->inflight_sum / MAX (sent - st->refused, 1));
-    json_object_set_int_member (o, "inflight_max", st->inflight_max);
-    json_object_set_int_member (o, "errors", st->errors);
+    stats_object_set_int (o, "inflight_max", st->inflight_max);
+    stats_object_set_int (o, "errors", st->errors);
     if (i == NBD_CMD_READ)
-      json_object_set_int_member (o, "hole_bytes", st->hole_bytes);
-    json_object_set_int_member (o, "refused", st->refused);
-    json_object_set_object_member (all, nbd_cmd_name (i), o);
+      stats_object_set_int (o, "hole_bytes", st->hole_bytes);
+    stats_object_set_int (o, "refused", st->refused);
+    stats_object_set (all, nbd_cmd_name (i), o);
   }
   return all;
 }
 
 /* The "nbd" member: what nbd_relay_print_stats prints, or NULL before
  * the server greeted. */
-static JsonObject *
+static StatsValue *
 nbd_relay_json (struct nbd_relay *nr)
 {
-  JsonObject *o;
+  StatsValue *o;
 
   if (!nbd_framing_greeted (nr->f))
     return NULL;
-  o = json_object_new ();
+  o = stats_object_new ();
   ferry_stats_object_set_ms (o, (g_get_monotonic_time () - nr->started) / 1e6);
-  json_object_set_object_member (o, "handshake", handshake_json (nr));
+  stats_object_set (o, "handshake", handshake_json (nr));
   if (!nbd_framing_handshake (nr->f)->tls)
-    json_object_set_object_member (o, "commands", commands_json (nr));
+    stats_object_set (o, "commands", commands_json (nr));
   return o;
 }
 
@@ -404,11 +404,11 @@ nbd_relay_print_stats (struct nbd_relay *nr, bool final)
    * (watch_stats_json), an interval's on a line of their own. */
   if (ferry_stats_enabled ()) {
     if (!final) {
-      g_autoptr (JsonObject) line = json_object_new ();
-      json_object_set_string_member (line, "type", "nbd-interval");
+      g_autoptr (StatsValue) line = stats_object_new ();
+      stats_object_set_string (line, "type", "nbd-interval");
       if (nr->name)
         ferry_stats_object_set_text (line, "connection", nr->name);
-      json_object_set_object_member (line, "nbd", nbd_relay_json (nr));
+      stats_object_set (line, "nbd", nbd_relay_json (nr));
       ferry_stats_line (line);
     }
     return;

@@ -298,53 +298,50 @@ relay_print_stats (const struct relay *relay)
   print_pump_stats (relay, &relay->down, seconds);
 }
 
-static JsonObject *
+static StatsValue *
 pump_stats_json (const struct pump *p, double seconds)
 {
-  JsonObject *o = json_object_new ();
+  StatsValue *o = stats_object_new ();
 
   ferry_stats_object_set_text (o, "from", p->src->name);
   ferry_stats_object_set_text (o, "to", endpoint_write_name (p->dst));
-  json_object_set_int_member (o, "bytes", p->bytes);
+  stats_object_set_int (o, "bytes", p->bytes);
   ferry_stats_object_set_rate (o, p->bytes, seconds);
-  json_object_set_int_member (o, "reader_paused", p->paused_full);
-  json_object_set_int_member (o, "writer_waited", p->waited_writable);
-  json_object_set_int_member (o, "dropped", p->dropped);
+  stats_object_set_int (o, "reader_paused", p->paused_full);
+  stats_object_set_int (o, "writer_waited", p->waited_writable);
+  stats_object_set_int (o, "dropped", p->dropped);
   return o;
 }
 
-JsonObject *
+StatsValue *
 relay_stats_json (const struct relay *relay)
 {
-  JsonObject *o = json_object_new ();
+  StatsValue *o = stats_object_new ();
   double seconds = relay_seconds (relay);
 
   ferry_stats_object_set_ms (o, seconds);
-  json_object_set_object_member (o, "up", pump_stats_json (&relay->up, seconds));
-  json_object_set_object_member (o, "down", pump_stats_json (&relay->down, seconds));
+  stats_object_set (o, "up", pump_stats_json (&relay->up, seconds));
+  stats_object_set (o, "down", pump_stats_json (&relay->down, seconds));
   buffer_stats_json (relay->up.buf, o);
   return o;
 }
 
 void
-relay_stats_json_add (JsonObject *total, JsonObject *one)
+relay_stats_json_add (StatsValue *total, StatsValue *one)
 {
   static const char *const dirs[] = { "up", "down" };
   static const char *const counts[] = { "bytes", "reader_paused", "writer_waited", "dropped" };
 
   for (size_t d = 0; d < G_N_ELEMENTS (dirs); d++) {
-    JsonObject *from = json_object_has_member (one, dirs[d])
-                       ? json_object_get_object_member (one, dirs[d]) : NULL;
-    JsonObject *to;
+    const StatsValue *from = stats_object_get (one, dirs[d]);
+    StatsValue *to;
 
-    if (!json_object_has_member (total, dirs[d]))
-      json_object_set_object_member (total, dirs[d], json_object_new ());
-    to = json_object_get_object_member (total, dirs[d]);
+    if (!stats_object_get (total, dirs[d]))
+      stats_object_set (total, dirs[d], stats_object_new ());
+    to = stats_object_get (total, dirs[d]);
     for (size_t i = 0; i < G_N_ELEMENTS (counts); i++)
-      json_object_set_int_member (to, counts[i],
-                                  json_object_get_int_member_with_default (to, counts[i], 0) +
-                                  (from ? json_object_get_int_member_with_default (
-                                            from, counts[i], 0) : 0));
+      stats_object_set_int (to, counts[i], stats_object_get_int (to, counts[i], 0) +
+                                           (from ? stats_object_get_int (from, counts[i], 0) : 0));
   }
 }
 

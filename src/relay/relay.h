@@ -37,9 +37,9 @@
 #include <stddef.h>
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 
 #include "endpoint.h"
+#include "stats-value.h"
 #include "nbd-relay.h"
 
 struct relay_config {
@@ -87,11 +87,11 @@ void relay_print_stats (const struct relay *relay);
 /* --stats=json: the counts that relay_print_stats prints, as an object
  * (ferry(1), STATISTICS): "seconds", "up" and "down", and with --nbd
  * "nbd".  The caller owns it. */
-JsonObject *relay_stats_json (const struct relay *relay);
+StatsValue *relay_stats_json (const struct relay *relay);
 
 /* Add @one's (relay_stats_json's) byte and wait counts, up and down, to
  * @total's (a forwarder's or -l -k's sum over its connections). */
-void relay_stats_json_add (JsonObject *total, JsonObject *one);
+void relay_stats_json_add (StatsValue *total, StatsValue *one);
 
 /* Give up now: one line "LABEL: WHY (N bytes buffered for X, M for Y not
  * delivered)", then done with @exit_code.  Nothing if already finished. */

@@ -262,22 +262,22 @@ nbd_stream_print_summary (const char *mode, const struct nbd_stream_stats *st,
 void
 nbd_stream_record_summary (const struct nbd_stream_stats *st, const char *digest_hex)
 {
-  g_autoptr (JsonObject) o = NULL;
+  g_autoptr (StatsValue) o = NULL;
 
   if (!ferry_stats_enabled ())
     return;
-  o = json_object_new ();
-  json_object_set_int_member (o, "data", st->data_bytes);
-  json_object_set_int_member (o, "zero", st->zero_bytes);
-  json_object_set_int_member (o, "wire", st->wire_bytes);
-  json_object_set_int_member (o, "requests", st->requests);
-  json_object_set_int_member (o, "in_flight_avg",
+  o = stats_object_new ();
+  stats_object_set_int (o, "data", st->data_bytes);
+  stats_object_set_int (o, "zero", st->zero_bytes);
+  stats_object_set_int (o, "wire", st->wire_bytes);
+  stats_object_set_int (o, "requests", st->requests);
+  stats_object_set_int (o, "in_flight_avg",
                               st->in_flight_samples ? st->in_flight_sum / st->in_flight_samples
                                                     : 0);
-  json_object_set_int_member (o, "in_flight_max", st->in_flight_max);
+  stats_object_set_int (o, "in_flight_max", st->in_flight_max);
   ferry_stats_object_set_ms (o, (g_get_monotonic_time () - st->start_us) / 1e6);
   if (digest_hex && *digest_hex)
-    json_object_set_string_member (o, "digest", digest_hex);
+    stats_object_set_string (o, "digest", digest_hex);
   ferry_stats_merge (o);
 }
 
