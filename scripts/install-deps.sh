@@ -16,7 +16,7 @@ PACKAGES="
   libvirt-daemon libvirt-clients
   systemd
   build-essential debhelper dpkg-dev fakeroot lintian autopkgtest libssl-dev
-  bash-completion util-linux universal-ctags valgrind
+  bash-completion util-linux universal-ctags valgrind liburing-dev
   python3-matplotlib
 "
 
