@@ -20,6 +20,11 @@
  *   FERRY_FAULT_ENOMEM  percent of the allocations that fail first (default 20)
  *   FERRY_FAULT_LOG     a file to append one line of counts to at exit
  *   FERRY_FAULT_TRACE   a file to write every injected fault to, as it happens
+ *   FERRY_FAULT_RESET_AFTER  BYTES: once the process sent that many bytes on
+ *                       TCP sockets, each later send, write or writev on one
+ *                       fails with ECONNRESET, as a peer's reset would make
+ *                       it, while reads go on (no poll or EOF announces it):
+ *                       the failure is first seen by a write
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -32,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -46,6 +52,8 @@ static atomic_ulong injected[N_FAULTS], enomem_injected, calls;
 static atomic_uint next_thread;
 static _Thread_local uint64_t rng_state;
 static int trace_fd = -1;
+static long long reset_after = -1;     /* FERRY_FAULT_RESET_AFTER, or -1 */
+static atomic_llong tcp_sent;
 
 static ssize_t (*real_read) (int, void *, size_t);
 static ssize_t (*real_write) (int, const void *, size_t);
@@ -91,6 +99,8 @@ fault_init (void)
   seed = env_number ("FERRY_FAULT_SEED", 1);
   rate = env_number ("FERRY_FAULT_RATE", 30);
   enomem_rate = env_number ("FERRY_FAULT_ENOMEM", 20);
+  if (getenv ("FERRY_FAULT_RESET_AFTER"))
+    reset_after = (long long) env_number ("FERRY_FAULT_RESET_AFTER", 0);
   if (enabled && getenv ("FERRY_FAULT_TRACE"))
     trace_fd = open (getenv ("FERRY_FAULT_TRACE"), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 }
@@ -177,6 +187,42 @@ pick (const char *call, int fd, int fd2, bool nonblock, size_t len)
   return f;
 }
 
+static bool
+is_tcp (int fd)
+{
+  struct sockaddr_storage a;
+  socklen_t len = sizeof a;
+  int type;
+  socklen_t type_len = sizeof type;
+
+  return getsockname (fd, (struct sockaddr *) &a, &len) == 0 &&
+         (a.ss_family == AF_INET || a.ss_family == AF_INET6) &&
+         getsockopt (fd, SOL_SOCKET, SO_TYPE, &type, &type_len) == 0 && type == SOCK_STREAM;
+}
+
+/* FERRY_FAULT_RESET_AFTER: true (errno ECONNRESET) if this write on @fd
+ * fails as after a peer's reset. */
+static bool
+reset (int fd)
+{
+  if (!enabled || reset_after < 0 || !is_tcp (fd))
+    return false;
+  if (atomic_load (&tcp_sent) < reset_after)
+    return false;
+  trace ("reset", fd, -1, "ECONNRESET", 0);
+  errno = ECONNRESET;
+  return true;
+}
+
+/* @n, the bytes a write on @fd sent, counted towards the reset. */
+static ssize_t
+count_sent (int fd, ssize_t n)
+{
+  if (n > 0 && enabled && reset_after >= 0 && is_tcp (fd))
+    atomic_fetch_add (&tcp_sent, n);
+  return n;
+}
+
 /* A count from 1 to @len. */
 static size_t
 shorter (size_t len)
@@ -217,10 +263,12 @@ read (int fd, void *buf, size_t len)
 ssize_t
 write (int fd, const void *buf, size_t len)
 {
+  if (reset (fd))
+    return -1;
   switch (pick ("write", fd, -1, false, len)) {
   case FAULT_EINTR: case FAULT_EAGAIN: return -1;
-  case FAULT_SHORT: return real_write (fd, buf, shorter (len));
-  default: return real_write (fd, buf, len);
+  case FAULT_SHORT: return count_sent (fd, real_write (fd, buf, shorter (len)));
+  default: return count_sent (fd, real_write (fd, buf, len));
   }
 }
 
@@ -241,10 +289,12 @@ writev (int fd, const struct iovec *iov, int iovcnt)
 {
   struct iovec part[IOV_MAX];
 
+  if (reset (fd))
+    return -1;
   switch (pick ("writev", fd, -1, false, 0)) {
   case FAULT_EINTR: case FAULT_EAGAIN: return -1;
-  case FAULT_SHORT: return real_writev (fd, part, shorter_iov (iov, iovcnt, part));
-  default: return real_writev (fd, iov, iovcnt);
+  case FAULT_SHORT: return count_sent (fd, real_writev (fd, part, shorter_iov (iov, iovcnt, part)));
+  default: return count_sent (fd, real_writev (fd, iov, iovcnt));
   }
 }
 
@@ -271,10 +321,12 @@ recv (int fd, void *buf, size_t len, int flags)
 ssize_t
 send (int fd, const void *buf, size_t len, int flags)
 {
+  if (reset (fd))
+    return -1;
   switch (pick ("send", fd, -1, flags & MSG_DONTWAIT, len)) {
   case FAULT_EINTR: case FAULT_EAGAIN: return -1;
-  case FAULT_SHORT: return real_send (fd, buf, shorter (len), flags);
-  default: return real_send (fd, buf, len, flags);
+  case FAULT_SHORT: return count_sent (fd, real_send (fd, buf, shorter (len), flags));
+  default: return count_sent (fd, real_send (fd, buf, len, flags));
   }
 }
 

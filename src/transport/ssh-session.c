@@ -129,12 +129,14 @@ conn_dispatch (GSource *source, GSourceFunc callback, gpointer data)
 {
   struct conn_source *cs = (struct conn_source *) source;
   g_autoptr (FerrySshConn) c = ferry_ssh_conn_ref (cs->conn);
+  bool dead_before_clients;
 
   (void) callback; (void) data;
   if (cs->tag && g_source_query_unix_fd (source, cs->tag)) {
     ssh_event_dopoll (c->event, 0);
     check_alive (c);
   }
+  dead_before_clients = c->dead;
   /* Only the clients that can make progress try; the others hear of their
    * channel's EOF or close (which ends a relay that waits for nothing), or
    * of the session's death.  The relay never frees an endpoint from inside
@@ -151,10 +153,14 @@ conn_dispatch (GSource *source, GSourceFunc callback, gpointer data)
     }
   }
   /* A dead session's source stays until the last reference goes, idle:
-   * ferry_ssh_conn_wake_dead wakes it for a client that wants more. */
-  if (c->dead)
+   * ferry_ssh_conn_wake_dead wakes it for a client that wants more.  One
+   * that died in a client's read or write just now has told no client
+   * before it, nor that client's other direction (a relay that waits to
+   * read the channel while its write failed): conn_die's wake-up stays,
+   * for one more dispatch. */
+  if (c->dead && dead_before_clients)
     g_source_set_ready_time (source, -1);
-  else
+  else if (!c->dead)
     update_watch (c);
   return G_SOURCE_CONTINUE;
 }
