@@ -174,9 +174,11 @@ main (int argc, char **argv)
   struct stat st;
   double t0, c0;
 
-  if (argc < 6 || (strcmp (argv[1], "threads") != 0 && strcmp (argv[1], "uring") != 0) ||
-      (strcmp (argv[2], "read") != 0 && strcmp (argv[2], "write") != 0) ||
-      (strcmp (argv[2], "write") == 0 && argc != 7) || (strcmp (argv[2], "read") == 0 && argc != 6)) {
+  bool engine_ok = argc > 2 && (strcmp (argv[1], "threads") == 0 || strcmp (argv[1], "uring") == 0);
+  bool read_ok = argc == 6 && strcmp (argv[2], "read") == 0;
+  bool write_ok = argc == 7 && strcmp (argv[2], "write") == 0;
+
+  if (!engine_ok || !(read_ok || write_ok)) {
     fprintf (stderr, "usage: file-io threads|uring read FILE REQUEST DEPTH\n"
                      "       file-io threads|uring write OUT BYTES REQUEST DEPTH\n");
     return 2;

@@ -203,7 +203,7 @@ void
 ferry_stats_object_set_rate (StatsValue *object, guint64 bytes, double seconds)
 {
   stats_object_set_int (object, "bytes_per_second",
-                              seconds > 0 ? (gint64) llround (bytes / seconds) : 0);
+                        seconds > 0 ? (gint64) llround (bytes / seconds) : 0);
 }
 
 void

@@ -364,7 +364,7 @@ commands_json (struct nbd_relay *nr)
     ferry_stats_object_set_ms (o, st->usec / 1e6);
     ferry_stats_object_set_rate (o, st->bytes, busy);
     stats_object_set_double (o, "inflight_avg",
-                                   (double) st->inflight_sum / MAX (sent - st->refused, 1));
+                             (double) st->inflight_sum / MAX (sent - st->refused, 1));
     stats_object_set_int (o, "inflight_max", st->inflight_max);
     stats_object_set_int (o, "errors", st->errors);
     if (i == NBD_CMD_READ)

@@ -272,8 +272,7 @@ nbd_stream_record_summary (const struct nbd_stream_stats *st, const char *digest
   stats_object_set_int (o, "wire", st->wire_bytes);
   stats_object_set_int (o, "requests", st->requests);
   stats_object_set_int (o, "in_flight_avg",
-                              st->in_flight_samples ? st->in_flight_sum / st->in_flight_samples
-                                                    : 0);
+                        st->in_flight_samples ? st->in_flight_sum / st->in_flight_samples : 0);
   stats_object_set_int (o, "in_flight_max", st->in_flight_max);
   ferry_stats_object_set_ms (o, (g_get_monotonic_time () - st->start_us) / 1e6);
   if (digest_hex && *digest_hex)
