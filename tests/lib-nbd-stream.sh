@@ -198,6 +198,17 @@ remote_copy () {  # up|down SRC DST [OPTIONS...]
 # $T/helper, the remote helper, which writes its PID (the remote ferry's:
 # it execs it) to $T/remote.pid, and appends it to $T/remote.pids (with
 # --streams, one line per remote half).
+# After remote_copy: the copy lost its ssh link within SECS s of START
+# (its $SECONDS), with exit 25 and exactly one line, which says that the
+# connection to HOST was lost (then REASON, an ERE, if given).
+assert_link_lost () {  # WHAT START SECS HOST [REASON]
+    local took=$((SECONDS - $2))
+    [ "$took" -le "$3" ] || fail "$1: took $took s"
+    assert_eq 25 "$REMOTE_RC" "$1: exit code ($(cat "$T/remote.err"))"
+    assert_eq 1 "$(wc -l < "$T/remote.err")" "$1: lines ($(cat "$T/remote.err"))"
+    grep -qE "^ferry: ssh connection to $4 lost: ${5:-}" "$T/remote.err" ||
+        fail "$1: the line: $(cat "$T/remote.err")"
+}
 slow_remote_copy_setup () {
     serve src --filter=delay sparse-random size=64M seed=9 percent=50 rdelay=100ms
     serve dst --filter=delay memory size=64M wdelay=100ms

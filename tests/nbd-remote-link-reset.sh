@@ -29,11 +29,7 @@ for streams in 1 4; do
             --in-flight=256K --streams=$streams 2> /dev/null
         wait $!
         what="$way, --streams=$streams"
-        [ $((SECONDS - start)) -le 10 ] || fail "$what: took $((SECONDS - start)) s"
-        assert_eq 25 "$REMOTE_RC" "$what: exit code ($(cat "$T/remote.err"))"
-        assert_eq 1 "$(wc -l < "$T/remote.err")" "$what: lines ($(cat "$T/remote.err"))"
-        grep -q "^ferry: ssh connection to $host lost: " "$T/remote.err" ||
-            fail "$what: the line: $(cat "$T/remote.err")"
+        assert_link_lost "$what" "$start" 10 "$host"
         echo "$what ($((SECONDS - start)) s): $(cat "$T/remote.err")"
     done
 done

@@ -70,11 +70,7 @@ for case in window-shut sender-idle; do
     # The stopped remote receiver outlives its session: it goes here.
     kill -KILL "$(cat "$T/remote.pid")" 2> /dev/null || true
     [ ! -s "$T/stall.err" ] || fail "$case: $(cat "$T/stall.err")"
-    [ $((SECONDS - start)) -le 20 ] || fail "$case: took $((SECONDS - start)) s"
-    assert_eq 25 "$REMOTE_RC" "$case: exit code ($(cat "$T/remote.err"))"
-    assert_eq 1 "$(wc -l < "$T/remote.err")" "$case: lines ($(cat "$T/remote.err"))"
-    grep -q "^ferry: ssh connection to $host lost: " "$T/remote.err" ||
-        fail "$case: the line: $(cat "$T/remote.err")"
+    assert_link_lost "$case" "$start" 20 "$host"
     ! pgrep -f -- "--remote-helper=$T/helper" > /dev/null ||
         fail "$case: a local half is left: $(pgrep -af -- "--remote-helper=$T/helper")"
     echo "$case ($((SECONDS - start)) s): $(cat "$T/remote.err")"

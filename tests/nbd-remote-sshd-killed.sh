@@ -36,11 +36,7 @@ for streams in ${STREAMS_LIST:-1 4}; do
                     --streams=$streams 2> /dev/null
             fi
             wait $!
-            [ $((SECONDS - start)) -le 20 ] || fail "$what: took $((SECONDS - start)) s"
-            assert_eq 25 "$REMOTE_RC" "$what: exit code ($(cat "$T/remote.err"))"
-            assert_eq 1 "$(wc -l < "$T/remote.err")" "$what: lines ($(cat "$T/remote.err"))"
-            grep -q "^ferry: ssh connection to $host lost: " "$T/remote.err" ||
-                fail "$what: the line: $(cat "$T/remote.err")"
+            assert_link_lost "$what" "$start" 20 "$host"
             if [ $streams = 4 ] && [ $way = down ]; then
                 grep -q "; the streams ended with [0-9]* of [0-9]* ranges copied" "$T/remote.err" ||
                     fail "$what: no ranges in the line: $(cat "$T/remote.err")"
