@@ -27,6 +27,14 @@ assert_eq 1 "$(ss -Htn state established "( dport = :$SSHD_PORT )" | wc -l)" \
     "ssh connections from ferry"
 assert_eq 0 "$(cat /proc/"$ferry"/task/*/comm | grep -cx ferry-worker)" "ferry-worker threads"
 kill -TERM "$ferry"
+# Bounded, and a ferry that hangs in its shutdown shows where (one did once,
+# in .ci/run's deferred-unref build, after its stop line).
+running () { local st; st=$(awk '{ print $3 }' "/proc/$1/stat" 2> /dev/null); [ -n "$st" ] && [ "$st" != Z ]; }
+for _ in $(seq 200); do running "$ferry" || break; sleep 0.1; done
+if running "$ferry"; then
+    command -v gdb > /dev/null && gdb -q -batch -p "$ferry" -ex "thread apply all bt" >&2 2>&1
+    fail "ferry still runs 20 s after SIGTERM"
+fi
 rc=0
 wait "$ferry" || rc=$?
 assert_eq 0 "$rc" "ferry's exit code after SIGTERM"
