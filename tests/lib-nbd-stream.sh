@@ -184,9 +184,12 @@ remote_copy () {  # up|down SRC DST [OPTIONS...]
         args=(--nbd-receive="$dst" --remote-nbd-send="$src")
     fi
     REMOTE_RC=0
-    within "${REMOTE_WITHIN:-170}" env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" \
+    # In a subshell, so that remote.err holds ferry's lines only: this shell
+    # reports a background job that died of a signal (nbdkit 1.32 may abort
+    # when a client goes mid-reply) on its own stderr, at the next command.
+    (within "${REMOTE_WITHIN:-170}" env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" \
         --remote-helper="${REMOTE_HELPER:-$FERRY}" "${args[@]}" --streams=1 "$@" \
-        "$(ssh_base)?keyfile=$SSH_KEY${REMOTE_PARAMS:-}" 2> "$T/remote.err" || REMOTE_RC=$?
+        "$(ssh_base)?keyfile=$SSH_KEY${REMOTE_PARAMS:-}") 2> "$T/remote.err" || REMOTE_RC=$?
     cat "$T/remote.err" >&2
     grep -F ' send: ' "$T/remote.err" > "$T/send.err" || true
     grep -F ' receive: ' "$T/remote.err" > "$T/recv.err" || true
