@@ -113,12 +113,13 @@ static void
 connection_record_stats (struct connection *c)
 {
   struct forward *f = c->forward;
-  g_autoptr (StatsValue) line = stats_object_new ();
+  g_autoptr (StatsValue) line = NULL;
 
   if (c->exit_code != FERRY_EXIT_OK)
     f->failed++;
   if (!ferry_stats_enabled ())
     return;
+  line = stats_object_new ();
   if (f->totals == NULL)
     f->totals = stats_object_new ();
   if (c->stats)
