@@ -2,7 +2,8 @@
 # ferry copy of raw files on this host, as cp --sparse=always and nbdcopy
 # would: 1 GiB with about 10% data into a DST that does not exist (the
 # bytes equal, the SEEK_DATA map equal, the digest equal to python3's);
-# a DST smaller and one larger (each ends with SRC's size), a directory
+# at most 16 MiB of DST left in the page cache (written behind, as
+# nbdcopy does); a DST smaller and one larger (each ends with SRC's size), a directory
 # (DST/basename(SRC)), the same file (refused, also through a hard link),
 # a missing SRC and a missing DST directory (one line, exit 3, nothing
 # created); a loop device as SRC and as DST; ferry digest of a file, a
@@ -29,6 +30,12 @@ copy_fails () {  # CODE MESSAGE SRC DST: one line, the code
 
 # Into a new DST.
 copy_ok "$T/a.img" "$T/b.img" "into a new DST"
+# Written behind: the copy leaves at most its write-behind window (8 MiB)
+# of DST in the page cache, not the whole of its data.  tmpfs keeps it all.
+if [ "$(stat -f -c %T "$T")" != tmpfs ] && command -v fincore > /dev/null; then
+    cached=$(fincore --bytes --noheadings --output RES "$T/b.img")
+    [ "$cached" -le $((16 * M)) ] || fail "the copy left $cached bytes of DST in the page cache"
+fi
 cmp "$T/a.img" "$T/b.img" || fail "the copy differs"
 [ "$(data_map "$T/a.img" | wc -l)" -gt 100 ] || fail "the image has too few data extents"
 assert_eq "$(data_map "$T/a.img")" "$(data_map "$T/b.img")" "the copy's SEEK_DATA map"

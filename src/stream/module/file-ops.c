@@ -5,7 +5,13 @@
  * The commands run on a small pool of worker threads: pread, pwrite,
  * fallocate or BLKZEROOUT, fdatasync, and SEEK_DATA/SEEK_HOLE for the
  * map.  A worker puts each command it ran on a queue and wakes the main
- * loop through an eventfd; there its callbacks run, as libnbd's would. */
+ * loop through an eventfd; there its callbacks run, as libnbd's would.
+ *
+ * Written data goes behind: each write's writeback starts at once, and
+ * once WRITE_BEHIND more bytes have been written it is waited for and its
+ * pages dropped from the cache, as nbdcopy does.  A copy then recycles a
+ * few MiB of page cache instead of dirtying the whole image, so the final
+ * fdatasync has little left to do and the cache keeps what it held. */
 #include <config.h>
 
 #include <glib-unix.h>
@@ -34,6 +40,21 @@
 #define ZERO_CHUNK (1024 * 1024)
 /* The longest extent that one base:allocation entry holds here. */
 #define MAX_ENTRY (1u << 31)
+/* Bytes written whose writeback may still run (a dense 2 GiB copy into
+ * ext4 on this VM: 1.2 s with 8 MiB behind, 3.8-5.9 s with all of it
+ * left to the final fdatasync). */
+#define WRITE_BEHIND (8 * 1024 * 1024)
+/* The ranges that write-behind tracks: enough for WRITE_BEHIND in
+ * 64 KiB writes. */
+#define BEHIND_SLOTS 128
+
+/* The written ranges whose pages are still in the cache, oldest first. */
+struct write_behind {
+  GMutex lock;
+  uint64_t offset[BEHIND_SLOTS], count[BEHIND_SLOTS];
+  unsigned first, n;          /* the ring's oldest slot and its length */
+  uint64_t bytes;             /* the sum of the ranges' counts */
+};
 
 /* The file kind's state (struct nbd_export's kind). */
 struct file_kind {
@@ -46,6 +67,7 @@ struct file_kind {
   GSource *wake_source;       /* watches @wake on the main loop: the callbacks */
   int closing;                /* (atomic) the export closes: the tasks still
                                  queued are dropped unrun */
+  struct write_behind behind; /* the writes whose pages are still cached */
 };
 
 enum file_op { FILE_PREAD, FILE_PWRITE, FILE_ZERO, FILE_FLUSH, FILE_MAP };
@@ -96,6 +118,45 @@ write_zeros (int fd, uint64_t count, uint64_t offset)
       return error;
   }
   return 0;
+}
+
+/* Wait for the writeback of [@offset, @offset + @count) and drop its
+ * pages.  Advice only: a file system without it copies as before. */
+static void
+drop_written (int fd, uint64_t offset, uint64_t count)
+{
+  if (sync_file_range (fd, offset, count, SYNC_FILE_RANGE_WAIT_BEFORE |
+                       SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) == 0)
+    posix_fadvise (fd, offset, count, POSIX_FADV_DONTNEED);
+}
+
+/* [@offset, @offset + @count) was written: start its writeback, and
+ * drop the oldest ranges once more than WRITE_BEHIND is behind. */
+static void
+write_behind (struct file_kind *f, uint64_t offset, uint64_t count)
+{
+  struct write_behind *w = &f->behind;
+  unsigned slot;
+
+  if (sync_file_range (f->fd, offset, count, SYNC_FILE_RANGE_WRITE) == -1)
+    return;
+  g_mutex_lock (&w->lock);
+  while (w->n > 0 && (w->n == BEHIND_SLOTS || w->bytes + count > WRITE_BEHIND)) {
+    uint64_t old_offset = w->offset[w->first], old_count = w->count[w->first];
+    w->first = (w->first + 1) % BEHIND_SLOTS;
+    w->n--;
+    w->bytes -= old_count;
+    /* Another writer may add meanwhile: the ring is consistent. */
+    g_mutex_unlock (&w->lock);
+    drop_written (f->fd, old_offset, old_count);
+    g_mutex_lock (&w->lock);
+  }
+  slot = (w->first + w->n) % BEHIND_SLOTS;
+  w->offset[slot] = offset;
+  w->count[slot] = count;
+  w->n++;
+  w->bytes += count;
+  g_mutex_unlock (&w->lock);
 }
 
 /* This way of zeroing is not there: try the next. */
@@ -184,8 +245,12 @@ run_task (gpointer data, gpointer user_data)
   } else {
     switch (t->op) {
     case FILE_PREAD:
+      t->error = transfer (f->fd, false, t->buf, t->count, t->offset);
+      break;
     case FILE_PWRITE:
-      t->error = transfer (f->fd, t->op == FILE_PWRITE, t->buf, t->count, t->offset);
+      t->error = transfer (f->fd, true, t->buf, t->count, t->offset);
+      if (!t->error)
+        write_behind (f, t->offset, t->count);
       break;
     case FILE_ZERO:
       t->error = zero_range (f, t->count, t->offset, t->allocate);
@@ -370,6 +435,7 @@ file_open (struct nbd_export *e, const struct nbd_stream_options *options, const
   e->kind = f;
   f->fd = fd;
   f->block_device = S_ISBLK (st.st_mode);
+  g_mutex_init (&f->behind.lock);
   f->completed = g_async_queue_new ();
   f->wake = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (f->wake == -1) {
@@ -420,6 +486,7 @@ file_close (struct nbd_export *e)
   if (f->wake != -1)
     close (f->wake);
   close (f->fd);
+  g_mutex_clear (&f->behind.lock);
   g_free (f);
   e->kind = NULL;
 }
