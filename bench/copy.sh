@@ -4,7 +4,8 @@
 # printed with the targets (the image commands' table):
 #
 #   local-sparse  SIZE-LOCAL file, 10% of its 64 KiB blocks data, to a new file:
-#                   ferry copy A B  vs  nbdcopy A B, cp --sparse=always A B
+#                   ferry copy A B (and --no-verify)  vs  nbdcopy A B,
+#                   cp --sparse=always A B
 #                   (ferry ends with fdatasync: nbdcopy --flush is the durable
 #                   like for like)
 #   local-dense   SIZE-DENSE file, every block data: ferry copy, ferry copy
@@ -220,7 +221,7 @@ tf () { timed env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" "$@"; }
 S=$T/img/sparse.img D=$T/img/dense.img Q=$T/img/quarter.img QC=$T/img/disk.qcow2
 LB=$T/local/b.img RB=$T/remote/b.img RR=$T/remote/resync.img
 
-contenders_local_sparse=(ls-ferry ls-nbdcopy ls-nbdcopy-flush ls-cp)
+contenders_local_sparse=(ls-ferry ls-ferry-nv ls-nbdcopy ls-nbdcopy-flush ls-cp)
 contenders_local_dense=(ld-ferry-nv ld-ferry ld-nbdcopy ld-nbdcopy-flush)
 contenders_digest=(dg-ferry dg-sha256sum dg-blksum)
 contenders_upload=(up-ferry up-rsync up-scp)
@@ -230,7 +231,7 @@ contenders_qcow2=(q-ferry q-convert-rsync)
 label () {
     case $1 in
     ls-ferry|ld-ferry) echo "ferry copy A B" ;;
-    ld-ferry-nv) echo "ferry copy --no-verify A B" ;;
+    ls-ferry-nv|ld-ferry-nv) echo "ferry copy --no-verify A B" ;;
     ls-nbdcopy|ld-nbdcopy) echo "nbdcopy A B" ;;
     ls-nbdcopy-flush|ld-nbdcopy-flush) echo "nbdcopy --flush A B" ;;
     ls-cp) echo "cp --sparse=always A B" ;;
@@ -252,6 +253,7 @@ label () {
 run_contender () {  # NAME
     case $1 in
     ls-ferry) tf copy "$S" "$LB" ;;
+    ls-ferry-nv) tf copy --no-verify "$S" "$LB" ;;
     ls-nbdcopy) timed nbdcopy "$S" "$LB" ;;
     ls-nbdcopy-flush) timed nbdcopy --flush "$S" "$LB" ;;
     ls-cp) timed cp --sparse=always "$S" "$LB" ;;
@@ -492,6 +494,7 @@ for name in order:
 rows = [  # ferry, against, target
     ("ls-ferry", "ls-nbdcopy", ">= 1.0x"), ("ls-ferry", "ls-nbdcopy-flush", "- (durable both)"),
     ("ls-ferry", "ls-cp", "-"),
+    ("ls-ferry-nv", "ls-nbdcopy", "- (like for like: neither checks)"),
     ("ld-ferry-nv", "ld-nbdcopy", ">= 0.9x"), ("ld-ferry-nv", "ld-nbdcopy-flush", "- (durable both)"),
     ("ld-ferry", "ld-nbdcopy", "- (report)"),
     ("dg-ferry", "dg-sha256sum", ">= 20x"), ("dg-ferry", "dg-blksum", "-"),
