@@ -3,7 +3,7 @@
 # would: 1 GiB with about 10% data into a DST that does not exist (the
 # bytes equal, the SEEK_DATA map equal, the digest equal to python3's);
 # at most 16 MiB of DST left in the page cache (written behind, as
-# nbdcopy does); a DST smaller and one larger (each ends with SRC's size), a directory
+# nbdcopy does), no fallocate for the zeros of a new DST; a DST smaller and one larger (each ends with SRC's size), a directory
 # (DST/basename(SRC)), the same file (refused, also through a hard link),
 # a missing SRC and a missing DST directory (one line, exit 3, nothing
 # created); a loop device as SRC and as DST; ferry digest of a file, a
@@ -35,6 +35,15 @@ copy_ok "$T/a.img" "$T/b.img" "into a new DST"
 if [ "$(stat -f -c %T "$T")" != tmpfs ] && command -v fincore > /dev/null; then
     cached=$(fincore --bytes --noheadings --output RES "$T/b.img")
     [ "$cached" -le $((16 * M)) ] || fail "the copy left $cached bytes of DST in the page cache"
+fi
+# A new DST reads as zeros already: its zero records cost no fallocate.
+if command -v strace > /dev/null; then
+    rm -f "$T/b.img"
+    within 120 env "${STRACE_ENV[@]}" strace -f -qq -e trace=fallocate -o "$T/strace" "$FERRY" copy "$T/a.img" "$T/b.img" 2> "$T/err" ||
+        fail "under strace: $(cat "$T/err")"
+    assert_eq 0 "$(grep -c fallocate "$T/strace")" "fallocate calls into a new DST"
+    cmp "$T/a.img" "$T/b.img" || fail "the copy under strace differs"
+    assert_eq "$(data_map "$T/a.img")" "$(data_map "$T/b.img")" "the SEEK_DATA map of the copy under strace"
 fi
 cmp "$T/a.img" "$T/b.img" || fail "the copy differs"
 [ "$(data_map "$T/a.img" | wc -l)" -gt 100 ] || fail "the image has too few data extents"

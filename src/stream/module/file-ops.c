@@ -68,6 +68,10 @@ struct file_kind {
   int closing;                /* (atomic) the export closes: the tasks still
                                  queued are dropped unrun */
   struct write_behind behind; /* the writes whose pages are still cached */
+  uint64_t untouched_from;    /* a regular file's: from here on it has been
+                                 past its end since it was opened, and never
+                                 written, so it reads as zeros (a new DEST
+                                 from 0); on the main loop only */
 };
 
 enum file_op { FILE_PREAD, FILE_PWRITE, FILE_ZERO, FILE_FLUSH, FILE_MAP };
@@ -342,7 +346,12 @@ static bool
 file_pwrite (struct nbd_export *e, struct nbd_conn *c, const void *buf, uint64_t count,
              uint64_t offset, nbd_completion_callback done, int *error)
 {
+  struct file_kind *f = e->kind;
   struct file_task *t = task_new (FILE_PWRITE, count, offset, done);
+
+  /* Only what lies past every write stays untouched. */
+  if (offset + count > f->untouched_from)
+    f->untouched_from = offset + count;
 
   /* Only read from: transfer writes from it. */
   t->buf = (uint8_t *) buf;
@@ -353,7 +362,19 @@ static bool
 file_zero (struct nbd_export *e, struct nbd_conn *c, uint64_t count, uint64_t offset,
            bool allocate, nbd_completion_callback done, int *error)
 {
-  struct file_task *t = task_new (FILE_ZERO, count, offset, done);
+  struct file_kind *f = e->kind;
+  struct file_task *t;
+
+  /* A hole already (a new DEST's): done at once, as an NBD command may be,
+   * with no punch and no trip through a worker. */
+  if (!allocate && offset >= f->untouched_from) {
+    int none = 0;
+    done.callback (done.user_data, &none);
+    if (done.free)
+      done.free (done.user_data);
+    return true;
+  }
+  t = task_new (FILE_ZERO, count, offset, done);
 
   t->allocate = allocate;
   return submit (e, t, error);
@@ -382,6 +403,8 @@ file_resize (struct nbd_export *e, uint64_t size, GError **error)
 {
   struct file_kind *f = e->kind;
 
+  if (size < f->untouched_from)
+    f->untouched_from = size;
   if (ftruncate (f->fd, size) == -1) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_NBD, "%s: cannot truncate it to %"
                  PRIu64 " bytes: %s", e->name, size, g_strerror (errno));
@@ -435,6 +458,7 @@ file_open (struct nbd_export *e, const struct nbd_stream_options *options, const
   e->kind = f;
   f->fd = fd;
   f->block_device = S_ISBLK (st.st_mode);
+  f->untouched_from = writing && !f->block_device ? size : UINT64_MAX;
   g_mutex_init (&f->behind.lock);
   f->completed = g_async_queue_new ();
   f->wake = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
