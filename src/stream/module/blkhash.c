@@ -1,5 +1,6 @@
 /* ferry: the block-hash image digest (doc/nbd-stream.md, section 5). */
 #include "blkhash.h"
+#include "kick.h"
 
 #include <glib.h>
 #include <openssl/evp.h>
@@ -40,8 +41,7 @@ worker_main (gpointer data)
     if (!end && !__atomic_load_n (&w->stop, __ATOMIC_ACQUIRE))
       run_job (b, j);
     g_async_queue_push (w->done, j);
-    __atomic_store_n (w->kicked, true, __ATOMIC_RELEASE);
-    g_main_context_wakeup (NULL);
+    kick_from_thread (w->kicked);
     if (end)
       return NULL;
   }

@@ -63,7 +63,10 @@ struct file_kind {
   GThreadPool *pool;          /* WORKERS threads (FILE_WRITERS for a regular
                                  DEST), running struct file_task */
   GAsyncQueue *completed;     /* struct file_task that a worker ran */
-  int wake;                   /* an eventfd, written after each push */
+  int wake;                   /* an eventfd, written after a push that found
+                                 @wake_pending clear */
+  bool wake_pending;          /* (atomic) @wake was written, and on_wake has
+                                 not taken the queue since */
   GSource *wake_source;       /* watches @wake on the main loop: the callbacks */
   int closing;                /* (atomic) the export closes: the tasks still
                                  queued are dropped unrun */
@@ -268,6 +271,8 @@ run_task (gpointer data, gpointer user_data)
     }
   }
   g_async_queue_push (f->completed, t);
+  if (__atomic_exchange_n (&f->wake_pending, true, __ATOMIC_SEQ_CST))
+    return;
   /* Fails only if the counter would overflow: the main loop wakes anyway. */
   if (write (f->wake, &one, sizeof one) == -1)
     return;
@@ -295,6 +300,8 @@ on_wake (gint fd, GIOCondition condition, gpointer data)
 
   if (read (fd, &count, sizeof count) == -1 && errno != EAGAIN)
     return G_SOURCE_CONTINUE;
+  /* Before the queue is taken: a task pushed from now on writes @wake. */
+  __atomic_store_n (&f->wake_pending, false, __ATOMIC_SEQ_CST);
   while ((t = g_async_queue_try_pop (f->completed))) {
     if (t->op == FILE_MAP && !t->error)
       t->extent.callback (t->extent.user_data, LIBNBD_CONTEXT_BASE_ALLOCATION, t->offset,

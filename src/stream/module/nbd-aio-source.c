@@ -127,7 +127,9 @@ kick_check (GSource *source)
 static gboolean
 kick_dispatch (GSource *source, GSourceFunc callback, gpointer data)
 {
-  __atomic_store_n (((struct kick_source *) source)->kicked, false, __ATOMIC_RELEASE);
+  /* Before the work is looked at: a worker's kick from now on wakes the
+   * loop again (kick.h). */
+  __atomic_store_n (((struct kick_source *) source)->kicked, false, __ATOMIC_SEQ_CST);
   return callback (data);
 }
 

@@ -1,5 +1,6 @@
 /* ferry: zstd on worker threads (zstd-pool.h). */
 #include "zstd-pool.h"
+#include "kick.h"
 
 #include <glib.h>
 #include <zstd.h>
@@ -55,8 +56,7 @@ worker_main (gpointer data)
     struct zstd_job *j = item;
     run_job (j, &cctx, &dctx);
     __atomic_store_n (&j->done, true, __ATOMIC_RELEASE);
-    __atomic_store_n (pool->kicked, true, __ATOMIC_RELEASE);
-    g_main_context_wakeup (NULL);
+    kick_from_thread (pool->kicked);
   }
   ZSTD_freeCCtx (cctx);
   ZSTD_freeDCtx (dctx);
