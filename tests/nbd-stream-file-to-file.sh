@@ -2,7 +2,7 @@
 # Local files on both ends, no NBD server: a sparse 64 MiB image (about
 # 10% data) into a DEST that does not exist, one larger (truncated to the
 # image) and one smaller (grown), and --raw and --allocated: identical,
-# holes kept (unless --allocated), digests equal to the independent one
+# holes kept (unless --allocated; and by --raw's sender into a file), digests equal to the independent one
 # and to nbdkit's view of the same file.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
@@ -39,6 +39,19 @@ head -c $((80 * 1024 * 1024)) /dev/urandom > "$T/b.img"
 "$FERRY" --raw --nbd-send="$T/a.img" | "$FERRY" --raw --nbd-receive="$T/b.img"
 assert_eq "$SIZE" "$(stat -c %s "$T/b.img")" "size of the --raw DEST"
 cmp "$T/a.img" "$T/b.img" || fail "the --raw copy differs"
+# --raw into a regular file: the holes kept (the zeros sought over), the
+# size SRC's; through a pipe, every byte.
+rm -f "$T/b.img"
+"$FERRY" --raw --nbd-send="$T/a.img" > "$T/b.img" || fail "--raw into a file"
+cmp "$T/a.img" "$T/b.img" || fail "--raw into a file differs"
+assert_eq "$(data_map "$T/a.img")" "$(data_map "$T/b.img")" "--raw into a file: the SEEK_DATA map"
+"$FERRY" --raw --nbd-send="$T/a.img" | cat > "$T/b.img" || fail "--raw through a pipe"
+cmp "$T/a.img" "$T/b.img" || fail "--raw through a pipe differs"
+head -c $((1024 * 1024)) /dev/urandom > "$T/tail-hole.img"
+truncate -s 8M "$T/tail-hole.img"
+"$FERRY" --raw --nbd-send="$T/tail-hole.img" > "$T/b.img" || fail "--raw into a file, a hole last"
+cmp "$T/tail-hole.img" "$T/b.img" || fail "--raw into a file, a hole last: differs"
+assert_eq "0 $((1024 * 1024))" "$(data_map "$T/b.img")" "--raw into a file, a hole last: the map"
 head -c 100000 /dev/urandom > "$T/odd"
 "$FERRY" --raw --nbd-receive="$T/c.img" < "$T/odd"
 cmp "$T/odd" "$T/c.img" || fail "the --raw copy of 100000 bytes into a new DEST differs"

@@ -99,6 +99,9 @@ struct sender {
   GMainLoop *loop;
   int out;                    /* stdout */
   bool out_is_pipe;           /* writes may block: poll when they would */
+  off_t out_holes_from;       /* --raw into a regular file: zeros written
+                                 past this offset (its size when taken) are
+                                 skipped, as holes; -1 otherwise */
   int out_flags;              /* stdout's file status flags before, put back
                                  at the end; -1 if untouched */
   GSource *out_watch;         /* while stdout is full */
@@ -702,6 +705,39 @@ ranged_step (struct sender *s)
   }
 }
 
+/* --raw into a regular file, as cp --sparse=always: the rest of @r's
+ * segment, if zeros past the file's old end, is sought over and left a
+ * hole.  Returns the bytes skipped, 0 if they are to be written. */
+static uint64_t
+skip_zeros (struct sender *s, struct request *r)
+{
+  if (s->out_holes_from < 0 || !r->segments[r->segment].zero)
+    return 0;
+  uint64_t left = payload_length (&r->segments[r->segment]) - r->segment_pos;
+  off_t at = lseek (s->out, 0, SEEK_CUR);
+
+  if (at < s->out_holes_from || lseek (s->out, left, SEEK_CUR) < 0)
+    return 0;
+  s->stats.wire_bytes += left;
+  return left;
+}
+
+/* After the last write: a file whose output ends in skipped zeros is
+ * extended over them. */
+static void
+finish_holes (struct sender *s)
+{
+  struct stat st;
+  off_t end = lseek (s->out, 0, SEEK_CUR);
+
+  if (s->out_holes_from < 0 || end < 0 || fstat (s->out, &st) < 0 || st.st_size >= end)
+    return;
+  if (ftruncate (s->out, end) < 0)
+    set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_IO,
+                                 "cannot extend stdout over its last hole to %jd bytes: %s",
+                                 (intmax_t) end, g_strerror (errno)));
+}
+
 /* Write what is ready, in order; false if the writer must wait. */
 static bool
 write_ready (struct sender *s)
@@ -745,12 +781,13 @@ write_ready (struct sender *s)
     }
     if (s->compress && !r->sealed && !seal_request (s, r))
       return true;
-    int k = fill_iov (s, r, iov, G_N_ELEMENTS (iov));
+    uint64_t skipped = r->segment < r->n_segments ? skip_zeros (s, r) : 0;
+    int k = skipped ? 0 : fill_iov (s, r, iov, G_N_ELEMENTS (iov));
     if (k > 0) {
       if (!write_out (s, iov, k, &n))
         return false;
     } else {
-      n = 0;
+      n = skipped;
     }
     if (advance (s, r, n))
       nbd_read_queue_pop (&s->reads);
@@ -860,8 +897,12 @@ static void
 take_stdout (struct sender *s)
 {
   struct stat st;
+  bool known = fstat (s->out, &st) == 0;
 
-  s->out_is_pipe = fstat (s->out, &st) == 0 && !S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode);
+  s->out_is_pipe = known && !S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode);
+  /* Appending writes ignore the offset: no seeking over zeros there. */
+  if (s->raw && known && S_ISREG (st.st_mode) && !(fcntl (s->out, F_GETFL) & O_APPEND))
+    s->out_holes_from = st.st_size;
   s->out_flags = s->out_is_pipe ? fcntl (s->out, F_GETFL) : -1;
   /* Restored at the end: the open file description is our parent's too. */
   if (s->out_flags >= 0)
@@ -995,7 +1036,7 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
 {
   struct sender s = { .options = options, .digest_only = digest_only,
                       .raw = options->raw && !digest_only, .out = STDOUT_FILENO,
-                      .out_flags = -1,
+                      .out_holes_from = -1, .out_flags = -1,
                       .ranged = options->ranged && !digest_only,
                       .delta = options->ranged && options->delta && !digest_only,
                       .compress = options->compress && !options->raw && !digest_only,
@@ -1010,6 +1051,8 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   signals = signal_watch_new (on_signal, &s);
   if (open_source (&s, &rc) && prepare_send (&s)) {
     run_send (&s);
+    if (!s.error)
+      finish_holes (&s);
     if (!s.error)
       nbd_export_finish (&s.export);
     signal_watch_free (signals);
