@@ -142,7 +142,7 @@ set_create_size (struct nbd_stream_options *o, const char *src)
 
   if (o->dst_format == NULL || strcmp (o->dst_format, "raw") == 0 || !image_is_path (src))
     return;
-  if (format == NULL && (format = image_format_probe (src, NULL)) == NULL)
+  if (format == NULL && (format = image_format_probe (src, src, NULL)) == NULL)
     return;
   image_virtual_size (src, format, &o->create_size, NULL);
 }
@@ -372,6 +372,7 @@ setup_remote_copy (struct ferry_options *options, const struct image_arg *src,
     o->remote_send = src->path;
     o->receive = dst->path;
   }
+  o->remote_image_name = upload ? dst->text : src->text;
   /* qemu-nbd takes a write lock: one writer per image.  More streams are
    * checked by their digests: --no-verify, unless told, means one. */
   if ((o->dst_format && strcmp (o->dst_format, "raw") != 0) ||

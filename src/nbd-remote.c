@@ -197,6 +197,8 @@ remote_command (const struct ferry_options *options, bool ranged, unsigned numbe
     append_arg_printf (command, "--create-size=%" G_GUINT64_FORMAT, o->create_size);
   if (upload && o->source_name)
     append_arg_printf (command, "--source-name=%s", o->source_name);
+  if (o->remote_image_name)
+    append_arg_printf (command, "--image-name=%s", o->remote_image_name);
   if (!upload && o->src_format)
     append_arg_printf (command, "--src-format=%s", o->src_format);
   if (o->no_verify)

@@ -4,7 +4,8 @@
 # bytes and the holes kept); --delta into the remote file after 1% of its
 # blocks changed sends exactly those blocks; hostile remote paths (quotes,
 # $(...), ';', a leading '-', a newline, `...`) arrive as one literal
-# path; a remote directory (DIR/ and DIR) takes SRC's name; and a
+# path; a remote directory (DIR/ and DIR) takes SRC's name; a missing
+# remote SRC is named as typed (HOST:PATH), in one line; and a
 # far host without qemu-nbd: one line that names it, exit 30.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
@@ -59,14 +60,24 @@ copy "$T/a.img" "testhost:$T/far/d2" || fail "upload into DIR"
 cmp "$T/a.img" "$T/far/d1/a.img" || fail "upload into DIR/: the copy differs"
 cmp "$T/a.img" "$T/far/d2/a.img" || fail "upload into DIR: the copy differs"
 
+fails_in_one_line () {  # WHAT TEXT SRC DST: exit 30, one line holding TEXT
+    local rc=0
+    copy "$3" "$4" 2> "$T/err" || rc=$?
+    assert_eq 30 "$rc" "$1: exit code"
+    assert_eq 1 "$(wc -l < "$T/err")" "$1: one line"
+    assert_contains "$T/err" "$2" "$1: the message"
+}
+
+# A remote SRC that is missing: named as typed.
+fails_in_one_line "a missing remote SRC" \
+    "cannot open testhost:$T/far/none.img: No such file or directory" \
+    "testhost:$T/far/none.img" "$T/none.img"
+
 # A far host without qemu-nbd: its ferry says so, naming the host.
 mkdir "$T/empty-bin"
 start_sshd bare "$T/empty-bin"
 ssh_host_alias barehost
 qemu-img create -q -f qcow2 "$T/far/disk.qcow2" 64M
-rc=0
-copy "barehost:$T/far/disk.qcow2" "$T/disk.img" 2> "$T/err" || rc=$?
-assert_eq 30 "$rc" "a qcow2 SRC on a host without qemu-nbd: exit code"
-assert_eq 1 "$(wc -l < "$T/err")" "a qcow2 SRC on a host without qemu-nbd: one line"
-assert_contains "$T/err" "is qcow2: serving it needs qemu-nbd, which is not installed on $(hostname) (Debian package qemu-utils)" \
-    "a qcow2 SRC on a host without qemu-nbd: the message"
+fails_in_one_line "a qcow2 SRC on a host without qemu-nbd" \
+    "barehost:$T/far/disk.qcow2 is qcow2: serving it needs qemu-nbd, which is not installed on $(hostname) (Debian package qemu-utils)" \
+    "barehost:$T/far/disk.qcow2" "$T/disk.img"

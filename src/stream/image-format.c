@@ -39,7 +39,7 @@ image_is_path (const char *name)
 }
 
 const char *
-image_format_probe (const char *path, GError **error)
+image_format_probe (const char *path, const char *name, GError **error)
 {
   uint8_t header[PROBE_BYTES] = { 0 };
   int fd = open (path, O_RDONLY | O_CLOEXEC);
@@ -47,7 +47,7 @@ image_format_probe (const char *path, GError **error)
 
   /* A directory opens, and its read fails: "cannot open" either way. */
   if (n < 0)
-    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", path, g_strerror (errno));
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", name, g_strerror (errno));
   if (fd >= 0)
     close (fd);
   if (n < 0)
@@ -113,12 +113,12 @@ find_qemu_program (const char *program, const char *what, GError **error)
   return found;
 }
 
-/* @absolute: see image_resolve; @path: as given, for messages. */
+/* @absolute: see image_resolve; @name: for messages. */
 static bool
-create_image (const char *absolute, const char *path, const char *format, uint64_t size,
+create_image (const char *absolute, const char *name, const char *format, uint64_t size,
               GError **error)
 {
-  g_autofree char *what = g_strdup_printf ("creating %s", path);
+  g_autofree char *what = g_strdup_printf ("creating %s", name);
   g_autofree char *qemu_img = find_qemu_program ("qemu-img", what, error);
   g_autofree char *size_arg = g_strdup_printf ("%" G_GUINT64_FORMAT, size);
   g_autofree char *err = NULL;
@@ -132,7 +132,7 @@ create_image (const char *absolute, const char *path, const char *format, uint64
                      &status, error))
     return false;
   if (!g_spawn_check_wait_status (status, NULL))
-    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot create %s: %s", path,
+    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot create %s: %s", name,
                             g_strstrip (err));
   return true;
 }
@@ -143,19 +143,23 @@ image_resolve (const struct image_request *q, struct image_resolved *out, GError
   const char *format = q->format;
   g_autofree char *what = NULL, *qemu_nbd = NULL, *absolute = NULL;
 
+  bool into_directory = q->writing && q->source_name && g_file_test (q->path, G_FILE_TEST_IS_DIR);
+  const char *name = q->name ? q->name : q->path;
+
   out->command = NULL;
   out->created = false;
-  out->path = q->writing && q->source_name && g_file_test (q->path, G_FILE_TEST_IS_DIR)
-    ? g_build_filename (q->path, q->source_name, NULL) : g_strdup (q->path);
+  out->path = into_directory ? g_build_filename (q->path, q->source_name, NULL)
+                             : g_strdup (q->path);
+  out->name = into_directory ? g_build_filename (name, q->source_name, NULL) : g_strdup (name);
   if (q->writing && format == NULL)
     format = "raw";
   else if (format == NULL || strcmp (format, "auto") == 0)
-    format = image_format_probe (out->path, error);
+    format = image_format_probe (out->path, out->name, error);
   if (format == NULL)
     return false;
   if (strcmp (format, "raw") == 0)
     return true;
-  what = g_strdup_printf ("%s is %s: serving it", out->path, format);
+  what = g_strdup_printf ("%s is %s: serving it", out->name, format);
   if ((qemu_nbd = find_qemu_program ("qemu-nbd", what, error)) == NULL)
     return false;
   /* Absolute for qemu-img and qemu-nbd, so that qemu never takes a
@@ -163,9 +167,9 @@ image_resolve (const struct image_request *q, struct image_resolved *out, GError
   absolute = g_canonicalize_filename (out->path, NULL);
   if (!g_file_test (out->path, G_FILE_TEST_EXISTS)) {
     if (!q->writing || q->create_size == 0)
-      return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", out->path,
+      return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", out->name,
                               g_strerror (ENOENT));
-    if (!create_image (absolute, out->path, format, q->create_size, error))
+    if (!create_image (absolute, out->name, format, q->create_size, error))
       return false;
     out->created = true;
   }
@@ -177,5 +181,6 @@ void
 image_resolved_clear (struct image_resolved *r)
 {
   g_clear_pointer (&r->path, g_free);
+  g_clear_pointer (&r->name, g_free);
   g_clear_pointer (&r->command, g_strfreev);
 }

@@ -17,9 +17,9 @@
 bool image_is_path (const char *name);
 
 /* The format of the image at @path from its first bytes: "qcow2", "vmdk",
- * ..., or "raw" for anything else.  NULL, with *@error (exit 3) naming the
- * path, if it cannot be opened or read. */
-const char *image_format_probe (const char *path, GError **error);
+ * ..., or "raw" for anything else.  NULL, with *@error (exit 3) naming it
+ * @name, if it cannot be opened or read. */
+const char *image_format_probe (const char *path, const char *name, GError **error);
 
 /* The virtual size of the image at @path in @format ("raw": a regular
  * file's size or a block device's; "qcow2": its header's), or false with
@@ -38,12 +38,16 @@ struct image_request {
   uint64_t create_size;       /* a DEST in a qemu format that does not exist
                                  is created this large (qemu-img create);
                                  0: it must exist */
+  const char *name;           /* for messages (--image-name: a remote
+                                 half's HOST:PATH as typed); NULL: @path */
 };
 
 /* An image path resolved. */
 struct image_resolved {
   char *path;                 /* the path to open: as given, or a directory
                                  DEST joined with the source's name */
+  char *name;                 /* what messages call it: the request's name
+                                 or path, joined as @path is */
   char **command;             /* a path in a qemu format: qemu-nbd serving
                                  it; NULL: a raw image, opened as it is */
   bool created;               /* qemu-img created it: it reads as zeros */

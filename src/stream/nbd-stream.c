@@ -171,7 +171,7 @@ resolve_image_path (struct nbd_stream_options *o, struct image_resolved *image,
     return true;
   struct image_request request = {
     .path = *path, .writing = writing, .format = writing ? o->dst_format : o->src_format,
-    .source_name = o->source_name, .create_size = o->create_size,
+    .source_name = o->source_name, .create_size = o->create_size, .name = o->image_name,
   };
 
   if (!image_resolve (&request, image, error))
@@ -179,8 +179,7 @@ resolve_image_path (struct nbd_stream_options *o, struct image_resolved *image,
   /* A new image reads as zeros: the ZERO records need no writes. */
   if (image->created && !o->delta)
     o->destination_is_zero = true;
-  if (o->image_name == NULL)
-    o->image_name = image->path;
+  o->image_name = image->name;
   *path = image->path;
   if (image->command) {
     o->command = image->command;

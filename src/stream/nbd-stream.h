@@ -48,6 +48,9 @@ struct nbd_stream_options {
   const char *image_name;     /* --image-name, or the image path as given: for
                                  messages and the digest line; NULL: the URI,
                                  or the command's program */
+  const char *remote_image_name;  /* ferry copy: the remote side as typed
+                                     (HOST:PATH), the remote half's
+                                     --image-name */
   bool raw;                   /* plain image bytes instead of the stream */
   bool no_extents;            /* sender: ignore the server's allocation map */
   bool destination_is_zero;   /* receiver: skip ZERO records */
