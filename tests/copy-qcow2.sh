@@ -5,7 +5,8 @@
 # qcow2, holes kept; a qcow2 with a backing file as SRC; ferry digest of
 # a qcow2 equal to python3's over the raw bytes; and qemu-nbd missing
 # from PATH: one line that names the program, the host and the Debian
-# package, exit 3.
+# package, exit 3; qemu-img missing for a new qcow2 DST, the same; and a
+# qcow2 SRC named raw: its file's bytes, never probed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 need qemu-nbd qemu-io
@@ -67,3 +68,18 @@ assert_eq 3 "$rc" "exit code without qemu-nbd"
 assert_eq "ferry: $T/base.qcow2 is qcow2: serving it needs qemu-nbd, which is not installed on $(hostname) (Debian package qemu-utils)" \
     "$(cat "$T/err")" "the message without qemu-nbd"
 [ ! -e "$T/x.img" ] || fail "DST was created although SRC could not be read"
+
+# qemu-nbd but no qemu-img, for a new qcow2 DST: the same kind of line.
+ln -s "$(command -v qemu-nbd)" "$T/bin/qemu-nbd"
+rc=0
+env PATH="$T/bin" "$FERRY" copy --dst-format=qcow2 "$T/base.img" "$T/y.qcow2" 2> "$T/err" || rc=$?
+assert_eq 3 "$rc" "exit code without qemu-img"
+assert_eq 1 "$(wc -l < "$T/err")" "one line without qemu-img"
+assert_contains "$T/err" "qemu-img, which is not installed on $(hostname) (Debian package qemu-utils)" \
+    "the message without qemu-img"
+[ ! -e "$T/y.qcow2" ] || fail "a qcow2 DST was made without qemu-img"
+
+# A qcow2 named raw is copied as the bytes of its file: no probe, no qemu-nbd.
+within 60 env PATH="$T/bin" "$FERRY" copy --src-format=raw "$T/base.qcow2" "$T/as-raw.img" ||
+    fail "a qcow2 SRC named raw"
+cmp "$T/base.qcow2" "$T/as-raw.img" || fail "a qcow2 SRC named raw: not its file's bytes"

@@ -3,7 +3,9 @@
 # into a qcow2 that does not exist yet on HOST (the remote ferry creates it
 # at SRC's size, --create-size), a download of it into a local qcow2, in
 # scp's HOST:PATH form (the host from ~/.ssh/config) and as
-# ssh://HOST:PORT/PATH; ferry digest HOST:PATH computed on HOST.
+# ssh://HOST:PORT/PATH; a qcow2 to and from a raw file on HOST with
+# --streams=1 and 4 (a raw DST takes several writers), holes kept; ferry
+# digest HOST:PATH computed on HOST, equal to python3's over the raw bytes.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
@@ -34,8 +36,26 @@ copy --dst-format=qcow2 --streams=4 \
     fail "download of a qcow2"
 qemu-img compare "$T/src.qcow2" "$T/back.qcow2" >&2 || fail "the downloaded qcow2 differs"
 
-# ferry digest: local and on HOST, the same digest, each image as typed.
-want=$(cut -d' ' -f1 <<< "$("$FERRY" digest "$T/src.qcow2")")
+# A qcow2 to and from a raw file on HOST, with one stream and with four.
+for streams in 1 4; do
+    rm -f "$T/far/raw.img" "$T/down.img"
+    copy --streams=$streams "$T/src.qcow2" "testhost:$T/far/raw.img" ||
+        fail "upload of a qcow2 into a raw file, --streams=$streams"
+    qemu-img compare -f qcow2 -F raw "$T/src.qcow2" "$T/far/raw.img" >&2 ||
+        fail "upload of a qcow2 into a raw file, --streams=$streams: the copy differs"
+    assert_eq "$((10 * M)) $((15 * M))
+$((127 * M)) $((128 * M))" "$(data_map "$T/far/raw.img")" \
+        "upload of a qcow2 into a raw file, --streams=$streams: the SEEK_DATA map"
+    copy --streams=$streams "testhost:$T/far/dst.qcow2" "$T/down.img" ||
+        fail "download of a qcow2 into a raw file, --streams=$streams"
+    qemu-img compare -f qcow2 -F raw "$T/src.qcow2" "$T/down.img" >&2 ||
+        fail "download of a qcow2 into a raw file, --streams=$streams: the copy differs"
+    assert_eq "$(data_map "$T/far/raw.img")" "$(data_map "$T/down.img")" \
+        "download of a qcow2 into a raw file, --streams=$streams: the SEEK_DATA map"
+done
+
+# ferry digest on HOST: python3's digest of the guest's bytes, as typed.
+want=$(python3 "$CHECK" digest "$T/down.img" $((128 * M)))
 assert_eq "$want  testhost:$T/far/dst.qcow2" \
     "$(env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" digest --remote-helper="$FERRY" \
         "testhost:$T/far/dst.qcow2")" "ferry digest HOST:PATH"
