@@ -132,8 +132,9 @@ check_not_same_file (const char *src, const char *dst, GError **error)
 
 /* A DST in one of qemu's formats that does not exist yet is created at
  * SRC's size, as qemu-img convert does, by the receiver (--create-size).
- * Best effort: a SRC whose size cannot be told here (an NBD URI, a remote
- * one, a format other than raw and qcow2) leaves DST to exist already. */
+ * A SRC whose size cannot be told here (an NBD URI, a remote one, a format
+ * other than raw and qcow2) leaves it to the size in the stream's header
+ * (nbd-stream.c, size_from_stream_header). */
 static void
 set_create_size (struct nbd_stream_options *o, const char *src)
 {

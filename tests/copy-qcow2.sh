@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ferry copy with qcow2 at either end, served by qemu-nbd that ferry starts
 # itself: a qcow2 SRC found by its header, a missing qcow2 DST created at
-# SRC's size, its holes unallocated clusters; qcow2 to raw and raw to
-# qcow2, holes kept; a qcow2 with a backing file as SRC; ferry digest of
+# SRC's size (an NBD export's: the stream's, and a stop while its
+# header is awaited is one line), its holes unallocated clusters; qcow2 to raw and raw to qcow2, holes kept; a qcow2 with a backing file as SRC; ferry digest of
 # a qcow2 equal to python3's over the raw bytes; and qemu-nbd missing
 # from PATH: one line that names the program, the host and the Debian
 # package, exit 3; qemu-img missing for a new qcow2 DST, the same; and a
@@ -28,8 +28,7 @@ raw_digest () {  # IMAGE: python3's digest of its bytes, converted by qemu-img
 within 60 "$FERRY" copy -v --dst-format=qcow2 "$T/base.qcow2" "$T/copy.qcow2" 2> "$T/err" ||
     fail "qcow2 -> new qcow2: $(cat "$T/err")"
 qemu-img compare "$T/base.qcow2" "$T/copy.qcow2" >&2 || fail "the qcow2 copy differs"
-assert_eq "qcow2 $((256 * M))" "$(qemu-img info --output=json "$T/copy.qcow2" |
-    python3 -c 'import json, sys; i = json.load(sys.stdin); print(i["format"], i["virtual-size"])')" \
+assert_eq "qcow2 $((256 * M))" "$(format_and_size "$T/copy.qcow2")" \
     "the new DST's format and size"
 assert_eq $((6 * M)) "$(allocated "$T/copy.qcow2")" "allocated bytes in the new qcow2"
 assert_eq $((6 * M)) "$(summary_field "$T/err" data)" "data bytes sent"
@@ -54,6 +53,29 @@ rm -f "$T/back.qcow2"
 within 60 "$FERRY" copy --dst-format=qcow2 "$T/base.img" "$T/back.qcow2" || fail "raw -> qcow2"
 qemu-img compare -f raw -F qcow2 "$T/base.img" "$T/back.qcow2" >&2 || fail "the qcow2 copy of raw differs"
 assert_eq $((6 * M)) "$(allocated "$T/back.qcow2")" "allocated bytes in the qcow2 copy of raw"
+
+# An NBD export into a new qcow2: created at the size that the stream's
+# header gives (ferry copy cannot tell an export's size up front).
+within 60 "$FERRY" copy --dst-format=qcow2 '[' nbdkit -r file "$T/base.img" ']' "$T/from-nbd.qcow2" ||
+    fail "an NBD export -> a new qcow2"
+qemu-img compare -f raw -F qcow2 "$T/base.img" "$T/from-nbd.qcow2" >&2 ||
+    fail "the qcow2 copy of an NBD export differs"
+assert_eq "qcow2 $((256 * M))" "$(format_and_size "$T/from-nbd.qcow2")" \
+    "an NBD export -> a new qcow2: the format and size"
+
+# A stop while a receiver into a new qcow2 waits for the stream's header:
+# one line, 128 + the signal, no DST made.
+silent_fifo quiet
+"$FERRY" --dst-format=qcow2 --nbd-receive="$T/never.qcow2" < "$T/quiet" 2> "$T/err" &
+receiver=$!
+wait_until 10 catches_signals $receiver
+kill -TERM $receiver
+rc=0
+wait_exit 10 $receiver || rc=$?
+assert_eq 143 "$rc" "a stop while waiting for the header: exit code"
+assert_eq "ferry: stopped by SIGTERM while waiting for the stream's header" "$(cat "$T/err")" \
+    "a stop while waiting for the header: the line"
+[ ! -e "$T/never.qcow2" ] || fail "a stop while waiting for the header: DST was made"
 
 # ferry digest: one sha256sum-style line per image, as typed.
 want=$(raw_digest "$T/overlay.qcow2")

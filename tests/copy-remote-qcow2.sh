@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ferry copy with a qcow2 on either host, over the test sshd: an upload
 # into a qcow2 that does not exist yet on HOST (the remote ferry creates it
-# at SRC's size, --create-size), a download of it into a local qcow2, in
+# at SRC's size, --create-size), a download of it into a new local qcow2
+# (created at the stream's size), in
 # scp's HOST:PATH form (the host from ~/.ssh/config) and as
 # ssh://HOST:PORT/PATH; a qcow2 to and from a raw file on HOST with
 # --streams=1 and 4 (a raw DST takes several writers), holes kept; ferry
@@ -25,16 +26,17 @@ copy () {  # ARGS...: ferry copy through the test sshd, ferry as the remote help
 copy --dst-format=qcow2 --streams=4 "$T/src.qcow2" "testhost:$T/far/dst.qcow2" ||
     fail "upload into a new qcow2"
 qemu-img compare "$T/src.qcow2" "$T/far/dst.qcow2" >&2 || fail "the uploaded qcow2 differs"
-assert_eq "qcow2 $((128 * M))" "$(qemu-img info --output=json "$T/far/dst.qcow2" |
-    python3 -c 'import json, sys; i = json.load(sys.stdin); print(i["format"], i["virtual-size"])')" \
+assert_eq "qcow2 $((128 * M))" "$(format_and_size "$T/far/dst.qcow2")" \
     "the new remote DST's format and size"
 
-# Download it into a local qcow2 of the same size, over ssh://.
-qemu-img create -q -f qcow2 "$T/back.qcow2" 128M
+# Download it into a new local qcow2, over ssh://: created at the size
+# that the stream's header gives.
 copy --dst-format=qcow2 --streams=4 \
     "ssh://127.0.0.1:$SSHD_PORT$T/far/dst.qcow2?keyfile=$SSH_KEY" "$T/back.qcow2" ||
     fail "download of a qcow2"
 qemu-img compare "$T/src.qcow2" "$T/back.qcow2" >&2 || fail "the downloaded qcow2 differs"
+assert_eq "qcow2 $((128 * M))" "$(format_and_size "$T/back.qcow2")" \
+    "the new local DST's format and size"
 
 # A qcow2 to and from a raw file on HOST, with one stream and with four.
 for streams in 1 4; do

@@ -79,6 +79,11 @@ while pos < size:
 # KiB allocated to PATH.
 allocated_kib () { du -k "$1" | cut -f1; }
 
+format_and_size () {  # IMAGE: "FORMAT VIRTUAL-SIZE", as qemu-img info tells them
+    qemu-img info --output=json "$1" |
+        python3 -c 'import json, sys; i = json.load(sys.stdin); print(i["format"], i["virtual-size"])'
+}
+
 summary_field () {  # FILE KEY: from ferry's -v summary line
     sed -n "s/.* $2=\([^ ]*\).*/\1/p" "$1" | tail -1
 }

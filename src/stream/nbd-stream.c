@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <malloc.h>
 #include <signal.h>
 #include <inttypes.h>
@@ -158,6 +159,54 @@ check_not_terminal (const struct nbd_stream_options *o, GError **error)
   return true;
 }
 
+static void
+ignore_signal (int signum, void *data)
+{
+}
+
+/* A DEST in one of qemu's formats that does not exist and has no
+ * --create-size (a download, or SRC an NBD export or a format whose size
+ * ferry copy cannot tell) is created at the image size that the stream's
+ * header gives: read it first, into @header, for the receiver to take
+ * back.  A header that does not parse is left to the receiver's checks. */
+static void
+size_from_stream_header (struct nbd_stream_options *o, uint8_t *header)
+{
+  struct stream_parser parser;
+  struct stream_event event = { STREAM_EVENT_NONE };
+  size_t have = 0;
+
+  if (!o->receive || o->raw || o->create_size || !o->dst_format ||
+      strcmp (o->dst_format, "raw") == 0 || !image_is_path (o->receive) ||
+      (g_file_test (o->receive, G_FILE_TEST_EXISTS) &&
+       !g_file_test (o->receive, G_FILE_TEST_IS_DIR)))
+    return;
+  /* A stop while the header is awaited ends ferry with its line, as the
+   * module's watch would; after, the stops wait blocked for that watch. */
+  struct signal_watch *stops = signal_watch_new (ignore_signal, NULL);
+  sigset_t unused;
+
+  signal_watch_exit_on_stop (" while waiting for the stream's header\n");
+  while (have < STREAM_HEADER_SIZE) {
+    ssize_t n = read (STDIN_FILENO, header + have, STREAM_HEADER_SIZE - have);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    have += n;
+  }
+  signal_watch_exit_on_stop (NULL);
+  signal_watch_block (&unused);
+  signal_watch_free (stops);
+  o->stdin_header = header;
+  o->stdin_header_len = have;
+  stream_parser_init (&parser);
+  parser.accept_ranges = parser.allow_delta = true;
+  stream_parser_feed (&parser, header, have, &event);
+  if (event.kind == STREAM_EVENT_HEADER)
+    o->create_size = parser.header.size;
+}
+
 /* The image path among SOURCE, DEST and IMAGE, if there is one, as the
  * module opens it: the path itself (a raw image), or its qemu-nbd. */
 static bool
@@ -196,13 +245,17 @@ nbd_stream_main (const struct nbd_stream_options *options)
   struct nbd_stream_options resolved = *options;
   const struct nbd_stream_options *o = &resolved;
   struct image_resolved image = { 0 };
+  uint8_t header[STREAM_HEADER_SIZE];
   void *module = NULL;
   int rc;
 
   nbd_stream_keep_freed_memory ();
   ferry_stats_set_string ("type", o->digest ? "digest" : o->send ? "send" : "receive");
-  if (check_not_terminal (o, &error) && resolve_image_path (&resolved, &image, &error))
-    module = load_module (&error);
+  if (check_not_terminal (o, &error)) {
+    size_from_stream_header (&resolved, header);
+    if (resolve_image_path (&resolved, &image, &error))
+      module = load_module (&error);
+  }
 
   /* Never unloaded: its threads and sources may outlive the call. */
   if (module) {

@@ -48,6 +48,10 @@ struct nbd_stream_options {
   const char *image_name;     /* --image-name, or the image path as given: for
                                  messages and the digest line; NULL: the URI,
                                  or the command's program */
+  const uint8_t *stdin_header;   /* what nbd_stream_main read of stdin first
+                                    (the stream's header, for a new DEST's
+                                    size): the receiver takes it before stdin */
+  size_t stdin_header_len;
   const char *remote_image_name;  /* ferry copy: the remote side as typed
                                      (HOST:PATH), the remote half's
                                      --image-name */

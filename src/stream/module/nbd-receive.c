@@ -77,6 +77,7 @@ struct receiver {
   uint8_t *input;             /* INPUT_SIZE bytes read ahead */
   const uint8_t *in_data;     /* what was read: @input, or the record's tail */
   size_t input_len, input_pos;
+  size_t header_taken;        /* of options->stdin_header */
 
   struct stream_parser parser;
   bool header_seen, end_seen;
@@ -772,6 +773,20 @@ on_stdin_readable (gint fd, GIOCondition condition, gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* read(2) of stdin, after the bytes that nbd_stream_main read first. */
+static ssize_t
+read_stdin (struct receiver *r, uint8_t *to, size_t cap)
+{
+  const struct nbd_stream_options *o = r->options;
+  size_t n = MIN (cap, o->stdin_header_len - r->header_taken);
+
+  if (n == 0)
+    return read (r->in, to, cap);
+  memcpy (to, o->stdin_header + r->header_taken, n);
+  r->header_taken += n;
+  return n;
+}
+
 /* Read more of stdin; false if it must wait. */
 static bool
 read_input (struct receiver *r)
@@ -796,7 +811,7 @@ read_input (struct receiver *r)
   } else if (!r->options->raw) {
     cap = HEADER_READ;
   }
-  n = read (r->in, to, cap);
+  n = read_stdin (r, to, cap);
   if (n > 0) {
     r->in_data = to;
     r->input_len = n;
