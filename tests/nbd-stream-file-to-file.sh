@@ -45,6 +45,14 @@ rm -f "$T/b.img"
 "$FERRY" --raw --nbd-send="$T/a.img" > "$T/b.img" || fail "--raw into a file"
 cmp "$T/a.img" "$T/b.img" || fail "--raw into a file differs"
 assert_eq "$(data_map "$T/a.img")" "$(data_map "$T/b.img")" "--raw into a file: the SEEK_DATA map"
+# Zero blocks that the sender finds in what it read (written zeros, no
+# hole in SRC) are holes too.
+{ head -c $((1024 * 1024)) /dev/urandom; head -c $((2 * 1024 * 1024)) /dev/zero
+  head -c $((1024 * 1024)) /dev/urandom; } > "$T/written-zeros.img"
+"$FERRY" --raw --nbd-send="$T/written-zeros.img" > "$T/b.img" || fail "--raw, written zeros"
+cmp "$T/written-zeros.img" "$T/b.img" || fail "--raw, written zeros: differs"
+assert_eq "0 $((1024 * 1024))
+$((3 * 1024 * 1024)) $((4 * 1024 * 1024))" "$(data_map "$T/b.img")" "--raw, written zeros: the map"
 "$FERRY" --raw --nbd-send="$T/a.img" | cat > "$T/b.img" || fail "--raw through a pipe"
 cmp "$T/a.img" "$T/b.img" || fail "--raw through a pipe differs"
 head -c $((1024 * 1024)) /dev/urandom > "$T/tail-hole.img"

@@ -455,6 +455,9 @@ fill_iov (struct sender *s, struct request *r, struct iovec *iov, int max)
   for (; i < r->n_segments && n < max; i++, pos = 0) {
     struct segment *g = &r->segments[i];
     uint64_t length = payload_length (g);
+    /* Zeros that skip_zeros may leave as a hole wait to be first. */
+    if (g->zero && s->out_holes_from >= 0 && i != r->segment)
+      break;
     if (!s->raw) {
       if (pos < g->header_len) {
         iov[n++] = (struct iovec) { g->header + pos, g->header_len - pos };
@@ -723,7 +726,7 @@ skip_zeros (struct sender *s, struct request *r)
 }
 
 /* After the last write: a file whose output ends in skipped zeros is
- * extended over them. */
+ * extended over them (a failure here comes after any other). */
 static void
 finish_holes (struct sender *s)
 {
@@ -1051,8 +1054,8 @@ nbd_send_main (const struct nbd_stream_options *options, bool digest_only)
   signals = signal_watch_new (on_signal, &s);
   if (open_source (&s, &rc) && prepare_send (&s)) {
     run_send (&s);
-    if (!s.error)
-      finish_holes (&s);
+    /* Even after a failure: the offset its line names is then the file's. */
+    finish_holes (&s);
     if (!s.error)
       nbd_export_finish (&s.export);
     signal_watch_free (signals);
