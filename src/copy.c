@@ -350,10 +350,12 @@ setup_local_copy (struct nbd_stream_options *o, const struct image_arg *src,
   return true;
 }
 
-/* @source_name: SRC's basename, for a DST that is a directory. */
+/* @source_name: SRC's basename, for a DST that is a directory;
+ * @remote_name: the remote image as typed (joined as @remote_path is). */
 static void
 setup_remote_copy (struct ferry_options *options, const struct image_arg *src,
-                   const struct image_arg *dst, char **remote_path, char **source_name)
+                   const struct image_arg *dst, char **remote_path, char **source_name,
+                   char **remote_name)
 {
   struct nbd_stream_options *o = &options->stream;
   bool upload = dst->address != NULL;
@@ -365,15 +367,22 @@ setup_remote_copy (struct ferry_options *options, const struct image_arg *src,
     o->send = src->path;
     /* scp's DIR/: the name comes with it; an existing directory
      * without the slash is the remote half's to find (--source-name). */
-    *remote_path = g_str_has_suffix (dst->path, "/") && *source_name
-      ? g_strconcat (dst->path, *source_name, NULL) : g_strdup (dst->path);
+    bool into_directory = g_str_has_suffix (dst->path, "/") && *source_name;
+    *remote_path = into_directory ? g_strconcat (dst->path, *source_name, NULL)
+                                  : g_strdup (dst->path);
+    *remote_name = into_directory ? g_strconcat (dst->text, *source_name, NULL)
+                                  : g_strdup (dst->text);
     o->remote_receive = *remote_path;
     set_create_size (o, src->path);
   } else {
     o->remote_send = src->path;
     o->receive = dst->path;
+    *remote_name = g_strdup (src->text);
   }
-  o->remote_image_name = upload ? dst->text : src->text;
+  /* scp's HOST:PATH; an ssh:// URL's lines name the path (its text holds
+   * the login's parameters). */
+  if (strstr (*remote_name, "://") == NULL)
+    o->remote_image_name = *remote_name;
   /* qemu-nbd takes a write lock: one writer per image.  More streams are
    * checked by their digests: --no-verify, unless told, means one. */
   if ((o->dst_format && strcmp (o->dst_format, "raw") != 0) ||
@@ -559,7 +568,7 @@ copy_main (struct ferry_options *options, char **args, int n_args)
   struct image_arg src = { 0 }, dst = { 0 };
   struct nbd_stream_options *o = &options->stream;
   g_autoptr (GError) error = NULL;
-  g_autofree char *path = NULL, *source_name = NULL;
+  g_autofree char *path = NULL, *source_name = NULL, *remote_name = NULL;
   int rc = FERRY_EXIT_OK;
 
   if (n_args != 2)
@@ -570,7 +579,7 @@ copy_main (struct ferry_options *options, char **args, int n_args)
       ferry_set_error (&error, FERRY_EXIT_USAGE, "at most one of SRC and DST may be on "
                        "another host: %s, %s", src.text, dst.text);
     else if (src.address || dst.address)
-      setup_remote_copy (options, &src, &dst, &path, &source_name);
+      setup_remote_copy (options, &src, &dst, &path, &source_name, &remote_name);
     else
       setup_local_copy (o, &src, &dst, &path, &error);
   }

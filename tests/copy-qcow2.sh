@@ -76,6 +76,13 @@ assert_eq 143 "$rc" "a stop while waiting for the header: exit code"
 assert_eq "ferry: stopped by SIGTERM while waiting for the stream's header" "$(cat "$T/err")" \
     "a stop while waiting for the header: the line"
 [ ! -e "$T/never.qcow2" ] || fail "a stop while waiting for the header: DST was made"
+# A stream that ends before its header: the receiver's line, exit 21, no DST.
+rc=0
+printf abc | "$FERRY" --dst-format=qcow2 --nbd-receive="$T/never.qcow2" 2> "$T/err" || rc=$?
+assert_eq 21 "$rc" "a stream cut before its header: exit code"
+assert_eq "ferry: stream truncated in the stream header (stream byte 0, export offset 0)" \
+    "$(cat "$T/err")" "a stream cut before its header: the line"
+[ ! -e "$T/never.qcow2" ] || fail "a stream cut before its header: DST was made"
 
 # ferry digest: one sha256sum-style line per image, as typed.
 want=$(raw_digest "$T/overlay.qcow2")

@@ -72,6 +72,10 @@ fails_in_one_line () {  # WHAT TEXT SRC DST: exit 30, one line holding TEXT
 fails_in_one_line "a missing remote SRC" \
     "cannot open testhost:$T/far/none.img: No such file or directory" \
     "testhost:$T/far/none.img" "$T/none.img"
+# Into DIR/ that is missing: the name that DST took, as typed.
+fails_in_one_line "an upload into a missing DIR/" \
+    "cannot open testhost:$T/far/nodir/a.img: No such file or directory" \
+    "$T/a.img" "testhost:$T/far/nodir/"
 
 # A far host without qemu-nbd: its ferry says so, naming the host.
 mkdir "$T/empty-bin"

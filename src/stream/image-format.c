@@ -150,7 +150,10 @@ image_resolve (const struct image_request *q, struct image_resolved *out, GError
   out->created = false;
   out->path = into_directory ? g_build_filename (q->path, q->source_name, NULL)
                              : g_strdup (q->path);
-  out->name = into_directory ? g_build_filename (name, q->source_name, NULL) : g_strdup (name);
+  /* HOST: alone is HOST's home directory: no '/' after it. */
+  out->name = !into_directory ? g_strdup (name)
+            : g_str_has_suffix (name, ":") ? g_strconcat (name, q->source_name, NULL)
+            : g_build_filename (name, q->source_name, NULL);
   if (q->writing && format == NULL)
     format = "raw";
   else if (format == NULL || strcmp (format, "auto") == 0)

@@ -4,12 +4,14 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <poll.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "deferred-line.h"
 #include "error.h"
 #include "image-format.h"
 #include "message.h"
@@ -164,47 +166,64 @@ ignore_signal (int signum, void *data)
 {
 }
 
+/* @header's bytes from stdin; false at its end before them. */
+static bool
+read_header (uint8_t *header, size_t *have)
+{
+  while (*have < STREAM_HEADER_SIZE) {
+    ssize_t n = read (STDIN_FILENO, header + *have, STREAM_HEADER_SIZE - *have);
+    if (n > 0)
+      *have += n;
+    else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+      return false;
+    else if (errno == EAGAIN)
+      signal_watch_poll (STDIN_FILENO, POLLIN, -1);
+  }
+  return true;
+}
+
 /* A DEST in one of qemu's formats that does not exist and has no
  * --create-size (a download, or SRC an NBD export or a format whose size
  * ferry copy cannot tell) is created at the image size that the stream's
  * header gives: read it first, into @header, for the receiver to take
- * back.  A header that does not parse is left to the receiver's checks. */
-static void
-size_from_stream_header (struct nbd_stream_options *o, uint8_t *header)
+ * back.  False, with *@cut set if stdin ended first, if it does not
+ * parse. */
+static bool
+size_from_stream_header (struct nbd_stream_options *o, uint8_t *header, bool *cut,
+                         GError **error)
 {
   struct stream_parser parser;
   struct stream_event event = { STREAM_EVENT_NONE };
   size_t have = 0;
+  sigset_t unused;
 
   if (!o->receive || o->raw || o->create_size || !o->dst_format ||
       strcmp (o->dst_format, "raw") == 0 || !image_is_path (o->receive) ||
       (g_file_test (o->receive, G_FILE_TEST_EXISTS) &&
        !g_file_test (o->receive, G_FILE_TEST_IS_DIR)))
-    return;
-  /* A stop while the header is awaited ends ferry with its line, as the
-   * module's watch would; after, the stops wait blocked for that watch. */
-  struct signal_watch *stops = signal_watch_new (ignore_signal, NULL);
-  sigset_t unused;
-
+    return true;
+  /* A stop while the header is awaited ends ferry with its line (the
+   * suffix first: a local half's stops come unblocked, at once); after,
+   * the stops wait blocked for the module's watch. */
   signal_watch_exit_on_stop (" while waiting for the stream's header\n");
-  while (have < STREAM_HEADER_SIZE) {
-    ssize_t n = read (STDIN_FILENO, header + have, STREAM_HEADER_SIZE - have);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    have += n;
-  }
-  signal_watch_exit_on_stop (NULL);
+  struct signal_watch *stops = signal_watch_new (ignore_signal, NULL);
+  bool whole = read_header (header, &have);
   signal_watch_block (&unused);
+  signal_watch_exit_on_stop (NULL);
   signal_watch_free (stops);
   o->stdin_header = header;
   o->stdin_header_len = have;
   stream_parser_init (&parser);
   parser.accept_ranges = parser.allow_delta = true;
   stream_parser_feed (&parser, header, have, &event);
-  if (event.kind == STREAM_EVENT_HEADER)
+  if (event.kind == STREAM_EVENT_HEADER) {
     o->create_size = parser.header.size;
+    return true;
+  }
+  *cut = !whole;
+  if (*cut)
+    stream_parser_eof (&parser);
+  return ferry_set_error (error, FERRY_EXIT_STREAM, "%s", parser.error);
 }
 
 /* The image path among SOURCE, DEST and IMAGE, if there is one, as the
@@ -246,16 +265,16 @@ nbd_stream_main (const struct nbd_stream_options *options)
   const struct nbd_stream_options *o = &resolved;
   struct image_resolved image = { 0 };
   uint8_t header[STREAM_HEADER_SIZE];
+  bool cut = false;
   void *module = NULL;
   int rc;
 
   nbd_stream_keep_freed_memory ();
   ferry_stats_set_string ("type", o->digest ? "digest" : o->send ? "send" : "receive");
-  if (check_not_terminal (o, &error)) {
-    size_from_stream_header (&resolved, header);
-    if (resolve_image_path (&resolved, &image, &error))
-      module = load_module (&error);
-  }
+  if (check_not_terminal (o, &error) &&
+      size_from_stream_header (&resolved, header, &cut, &error) &&
+      resolve_image_path (&resolved, &image, &error))
+    module = load_module (&error);
 
   /* Never unloaded: its threads and sources may outlive the call. */
   if (module) {
@@ -265,7 +284,10 @@ nbd_stream_main (const struct nbd_stream_options *options)
                        dlerror ());
   }
   if (run == NULL) {
-    ferry_error ("%s", error->message);
+    /* A download's local half: the remote's end explains a stream cut
+     * short (deferred-line.h). */
+    if (!(cut && o->report_fd > 0 && deferred_line_send (o->report_fd, error->message, NULL)))
+      ferry_error ("%s", error->message);
     rc = error->code;
   } else {
     rc = run (o);
