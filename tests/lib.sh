@@ -170,7 +170,8 @@ track_max () {  # FILE PID FUNC
     echo 0 > "$1"
     while kill -0 "$2" 2>/dev/null; do
         v=$("$3" "$2" 2>/dev/null) || v=0
-        if [ "${v:-0}" -gt "$max" ]; then max=$v; echo "$max" > "$1"; fi
+        # A rename, so that a reader never finds the file empty.
+        if [ "${v:-0}" -gt "$max" ]; then max=$v; echo "$max" > "$1.new" && mv "$1.new" "$1"; fi
         sleep 0.05
     done
 }
