@@ -39,6 +39,16 @@ while status is None and time.monotonic() < deadline:
     p, st = os.waitpid(pid, os.WNOHANG)
     if p:
         status = os.waitstatus_to_exitcode(st)
+# What ferry wrote just before it exited may still wait in the pty (EIO
+# once it is drained and the child gone).
+while select.select([master], [], [], 0.5)[0]:
+    try:
+        chunk = os.read(master, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
 if status is None:
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
