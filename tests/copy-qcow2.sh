@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # ferry copy with qcow2 at either end, served by qemu-nbd that ferry starts
 # itself: a qcow2 SRC found by its header, a missing qcow2 DST created at
-# SRC's size (an NBD export's: the stream's, and a stop while its
-# header is awaited is one line), its holes unallocated clusters; qcow2 to raw and raw to qcow2, holes kept; a qcow2 with a backing file as SRC; ferry digest of
-# a qcow2 equal to python3's over the raw bytes; and qemu-nbd missing
-# from PATH: one line that names the program, the host and the Debian
-# package, exit 3; qemu-img missing for a new qcow2 DST, the same; and a
-# qcow2 SRC named raw: its file's bytes, never probed.
+# SRC's size (an NBD export's: the stream's; a stop while its header is
+# awaited, or a stream cut before it, is one line), its holes unallocated
+# clusters; qcow2 to raw and raw to qcow2, holes kept; a qcow2 with a
+# backing file as SRC; ferry digest of a qcow2 equal to python3's over the
+# raw bytes; and qemu-nbd missing from PATH: one line that names the
+# program, the host and the Debian package, exit 3; qemu-img missing for a
+# new qcow2 DST, the same; and a qcow2 SRC named raw: its file's bytes,
+# never probed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 need qemu-nbd qemu-io

@@ -2,8 +2,9 @@
 # Local files on both ends, no NBD server: a sparse 64 MiB image (about
 # 10% data) into a DEST that does not exist, one larger (truncated to the
 # image) and one smaller (grown), and --raw and --allocated: identical,
-# holes kept (unless --allocated; and by --raw's sender into a file), digests equal to the independent one
-# and to nbdkit's view of the same file.
+# holes kept (unless --allocated; --raw's sender into a file keeps them
+# too), digests equal to the independent one and to nbdkit's view of the
+# same file.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 SIZE=$((64 * 1024 * 1024))
