@@ -121,13 +121,19 @@ kind_open (struct nbd_export *e, const struct nbd_stream_options *options, const
   return ok;
 }
 
-/* True for a command's cookie; false for -1, with libnbd's errno in *@error. */
+/* True for a command's cookie; false for -1, with libnbd's errno in
+ * *@error.  A command refused because @c died is the connection lost, as
+ * its source would say at its next dispatch, which may never come. */
 static bool
-issued (int64_t cookie, int *error)
+issued (struct nbd_export *e, struct nbd_conn *c, int64_t cookie, int *error)
 {
   if (cookie != -1)
     return true;
+  const char *reason = nbd_get_error ();
+
   *error = nbd_get_errno () ? nbd_get_errno () : EIO;
+  if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd))
+    on_conn_failure (e, reason ? reason : "connection closed");
   return false;
 }
 
@@ -135,36 +141,36 @@ static bool
 kind_pread (struct nbd_export *e, struct nbd_conn *c, void *buf, uint64_t count,
             uint64_t offset, nbd_completion_callback done, int *error)
 {
-  return issued (nbd_aio_pread (c->nbd, buf, count, offset, done, 0), error);
+  return issued (e, c, nbd_aio_pread (c->nbd, buf, count, offset, done, 0), error);
 }
 
 static bool
 kind_pwrite (struct nbd_export *e, struct nbd_conn *c, const void *buf, uint64_t count,
              uint64_t offset, nbd_completion_callback done, int *error)
 {
-  return issued (nbd_aio_pwrite (c->nbd, buf, count, offset, done, 0), error);
+  return issued (e, c, nbd_aio_pwrite (c->nbd, buf, count, offset, done, 0), error);
 }
 
 static bool
 kind_zero (struct nbd_export *e, struct nbd_conn *c, uint64_t count, uint64_t offset,
            bool allocate, nbd_completion_callback done, int *error)
 {
-  return issued (nbd_aio_zero (c->nbd, count, offset, done,
-                               allocate ? LIBNBD_CMD_FLAG_NO_HOLE : 0), error);
+  return issued (e, c, nbd_aio_zero (c->nbd, count, offset, done,
+                                     allocate ? LIBNBD_CMD_FLAG_NO_HOLE : 0), error);
 }
 
 static bool
 kind_flush (struct nbd_export *e, struct nbd_conn *c, nbd_completion_callback done,
             int *error)
 {
-  return issued (nbd_aio_flush (c->nbd, done, 0), error);
+  return issued (e, c, nbd_aio_flush (c->nbd, done, 0), error);
 }
 
 static bool
 kind_block_status (struct nbd_export *e, struct nbd_conn *c, uint64_t count, uint64_t offset,
                    nbd_extent_callback extent, nbd_completion_callback done, int *error)
 {
-  return issued (nbd_aio_block_status (c->nbd, count, offset, extent, done, 0), error);
+  return issued (e, c, nbd_aio_block_status (c->nbd, count, offset, extent, done, 0), error);
 }
 
 static void
