@@ -714,7 +714,7 @@ ranged_step (struct sender *s)
 static uint64_t
 skip_zeros (struct sender *s, struct request *r)
 {
-  if (s->out_holes_from < 0 || !r->segments[r->segment].zero)
+  if (s->out_holes_from < 0 || r->segment == r->n_segments || !r->segments[r->segment].zero)
     return 0;
   uint64_t left = payload_length (&r->segments[r->segment]) - r->segment_pos;
   off_t at = lseek (s->out, 0, SEEK_CUR);
@@ -731,9 +731,10 @@ static void
 finish_holes (struct sender *s)
 {
   struct stat st;
-  off_t end = lseek (s->out, 0, SEEK_CUR);
+  off_t end;
 
-  if (s->out_holes_from < 0 || end < 0 || fstat (s->out, &st) < 0 || st.st_size >= end)
+  if (s->out_holes_from < 0 || (end = lseek (s->out, 0, SEEK_CUR)) < 0 ||
+      fstat (s->out, &st) < 0 || st.st_size >= end)
     return;
   if (ftruncate (s->out, end) < 0)
     set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_IO,
@@ -784,7 +785,7 @@ write_ready (struct sender *s)
     }
     if (s->compress && !r->sealed && !seal_request (s, r))
       return true;
-    uint64_t skipped = r->segment < r->n_segments ? skip_zeros (s, r) : 0;
+    uint64_t skipped = skip_zeros (s, r);
     int k = skipped ? 0 : fill_iov (s, r, iov, G_N_ELEMENTS (iov));
     if (k > 0) {
       if (!write_out (s, iov, k, &n))
