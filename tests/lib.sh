@@ -339,7 +339,8 @@ cpu_percent () {  # PID SECS
 # Fail unless ferry's exit code and its stderr (a file) are as expected: the
 # code, and one line that contains TEXT.
 assert_ferry_error () {  # EXPECTED_RC RC STDERR_FILE TEXT
-    assert_eq "$1" "$2" "ferry exit code"
+    # The stderr says why, when the code is not the one expected.
+    [ "$1" = "$2" ] || fail "ferry exit code: expected '$1', got '$2'; stderr: '$(cat "$3")'"
     assert_contains "$3" "$4" "ferry's message"
 }
 
