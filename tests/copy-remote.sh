@@ -4,7 +4,7 @@
 # bytes and the holes kept); --delta into the remote file after 1% of its
 # blocks changed sends exactly those blocks; hostile remote paths (quotes,
 # $(...), ';', a leading '-', a newline, `...`) arrive as one literal
-# path; a remote directory (DIR/ and DIR) takes SRC's name; a missing
+# path, and so does one that starts with '-' itself; a remote directory (DIR/ and DIR) takes SRC's name; a missing
 # remote SRC is named as typed (HOST:PATH), in one line; and a
 # far host without qemu-nbd: one line that names it, exit 30.
 . "$(dirname "$0")/lib.sh"
@@ -52,6 +52,16 @@ for name in "${hostile[@]}"; do
 done
 assert_eq ${#hostile[@]} "$(find "$T/far" -mindepth 1 -maxdepth 1 ! -name up.img -printf x | wc -c)" \
     "files made by the hostile uploads"
+
+# A remote path that starts with '-' (scp's HOST:-NAME, in the login's home
+# directory): a path both ways, never an option.
+lead=-ferry-copy-remote-$$.img
+home=$(getent passwd "$(id -un)" | cut -d: -f6)
+cleanup_fn rm -f "$home/$lead"
+copy "$T/a.img" "testhost:$lead" || fail "upload to '$lead'"
+cmp "$T/a.img" "$home/$lead" || fail "upload to '$lead': the copy differs"
+copy "testhost:$lead" "$T/lead.img" || fail "download of '$lead'"
+cmp "$T/a.img" "$T/lead.img" || fail "download of '$lead': the copy differs"
 
 # A remote directory, with and without the slash: DIR/basename(SRC).
 mkdir "$T/far/d1" "$T/far/d2"
