@@ -427,7 +427,7 @@ remote_digest (const struct ferry_options *options, const struct image_arg *imag
     g_string_append_printf (command, "%s%s", i ? " " : "", quoted);
   }
   if (address && (conn = ferry_ssh_conn_new (address, &options->connect, &error)) &&
-      (channel = endpoint_ssh_exec_on (conn, command->str, NULL, &error))) {
+      (channel = endpoint_ssh_exec_on (conn, NULL, command->str, NULL, &error))) {
     struct relay *relay = relay_new (endpoint_stdio_new (false, options->relay.buffer_size),
                                      channel, &options->relay, on_digest_relay_done, &code);
     while (code < 0)

@@ -125,12 +125,15 @@ struct remote_copy {
   uint8_t *packet;            /* a report's room (RANGE_REPORT_ROOM) */
   struct progress *progress;
   gint64 start_us;
-  /* To start the channels after the first: only once the first one's
+  /* To run the remote halves after the first: only once the first one's
    * halves have both opened their exports (its first report), so that a
    * missing or unusable export fails the copy with one message, and a
    * server that serves one client at a time serves the first stream's,
    * whose local half goes first, rather than a later one's. */
   struct ferry_ssh_conn *conn;
+  struct endpoint_ssh_spares *spares;  /* --streams: every channel's, opened
+                                          at once, in the first one's round
+                                          trip; each takes its own */
   const struct ferry_options *options;
   struct relay_config config;
   bool all_started;
@@ -745,13 +748,15 @@ static bool
 start_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
 {
   name_channel (rc, c);
-  c->channel = endpoint_ssh_exec_on (rc->conn, c->command, rc->ranged ? c->who : NULL, error);
+  c->channel = endpoint_ssh_exec_on (rc->conn, rc->spares, c->command,
+                                     rc->ranged ? c->who : NULL, error);
   return c->channel && run_channel (rc, c, error);
 }
 
-/* The first channel's halves are both up: start the others, all at once.
- * Opening them blocks the main loop for the round trips of one channel;
- * the first relay's data waits in libssh meanwhile. */
+/* The first channel's halves are both up: start the others, all at once,
+ * on the channels opened with the first (rc->spares).  Running them
+ * blocks the main loop for the exec's round trip; the first relay's data
+ * waits in libssh meanwhile. */
 static void
 start_rest (struct remote_copy *rc)
 {
@@ -769,7 +774,8 @@ start_rest (struct remote_copy *rc)
     commands[i] = c->command;
     labels[i] = c->who;
   }
-  ok = endpoint_ssh_exec_many (rc->conn, n, commands, labels, channels, &failed, &error);
+  ok = endpoint_ssh_exec_many (rc->conn, rc->spares, n, commands, labels, channels, &failed,
+                               &error);
   for (size_t i = 0; ok && i < n; i++)
     rc->ch[i + 1].channel = channels[i];
   for (size_t i = 0; ok && i < n; i++)
@@ -784,6 +790,7 @@ start_rest (struct remote_copy *rc)
     fail_copy (rc, &rc->ch[failed + 1], g_steal_pointer (&error));
   }
   /* The channels hold their references on the session from now on. */
+  g_clear_pointer (&rc->spares, endpoint_ssh_spares_free);
   g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
 }
 
@@ -811,7 +818,9 @@ relay_copy (const struct ferry_options *options, const struct address *address,
   rc->conn = ferry_ssh_conn_new (address, &options->connect, error);
   if (rc->conn)
     ferry_ssh_conn_report_failure_myself (rc->conn);
-  started = rc->conn && start_channel (rc, &rc->ch[0], error);
+  if (rc->conn && rc->ranged)
+    rc->spares = endpoint_ssh_open_spares (rc->conn, rc->n, error);
+  started = rc->conn && (!rc->ranged || rc->spares) && start_channel (rc, &rc->ch[0], error);
   if (rc->all_started)
     g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
   if (!started)
@@ -1162,6 +1171,7 @@ run_copy (const struct ferry_options *options, const struct address *address,
 static void
 free_copy (struct remote_copy *rc, struct signal_watch *signals)
 {
+  endpoint_ssh_spares_free (rc->spares);
   if (rc->conn)
     ferry_ssh_conn_unref (rc->conn);
   for (unsigned i = 0; i < rc->n; i++) {

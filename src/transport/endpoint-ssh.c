@@ -390,6 +390,9 @@ struct open_step {
   const char *command;
   gint64 round_trip;          /* microseconds the first step took */
   int exit_status;            /* step_exit_status: the command's */
+  bool opened_ahead;          /* a spare (endpoint_ssh_open_spares): the
+                                 session channel is open, and its
+                                 round_trip measured */
 };
 
 static int
@@ -411,7 +414,9 @@ step_forward_tcp (void *data)
 static int
 step_session (void *data)
 {
-  return ssh_channel_open_session (((struct open_step *) data)->channel);
+  struct open_step *p = data;
+
+  return p->opened_ahead ? SSH_OK : ssh_channel_open_session (p->channel);
 }
 
 static int
@@ -436,7 +441,7 @@ step_exit_status (void *data)
 
 /* @step on each of @n channels at once: each request goes out on every
  * channel before any answer is awaited, so that n channels open in the
- * round trips of one.  Repeated by ferry_ssh_conn_wait until no channel
+ * round trips of one.  A channel already in @p (a spare) is used as it is.  Repeated by ferry_ssh_conn_wait until no channel
  * waits any more; then the first failure, if any. */
 struct open_batch {
   struct open_step *p;
@@ -478,7 +483,7 @@ open_channels (struct ferry_ssh_conn *conn, struct open_step *p, size_t n,
   int result = SSH_OK;
 
   for (; opened < n; opened++)
-    if ((p[opened].channel = ssh_channel_new (s)) == NULL) {
+    if (p[opened].channel == NULL && (p[opened].channel = ssh_channel_new (s)) == NULL) {
       *failed = opened;
       *why = g_strdup (ssh_get_error (s));
       goto fail;
@@ -490,7 +495,8 @@ open_channels (struct ferry_ssh_conn *conn, struct open_step *p, size_t n,
     batch.step = steps[i];
     result = ferry_ssh_conn_wait (conn, step_batch, &batch, SSH_AGAIN);
     for (size_t j = 0; i == 0 && j < n; j++)
-      p[j].round_trip = g_get_monotonic_time () - start;
+      if (!p[j].opened_ahead)
+        p[j].round_trip = g_get_monotonic_time () - start;
   }
   if (result == SSH_OK)
     return true;
@@ -686,27 +692,74 @@ on_exit_signal (ssh_session session, ssh_channel channel, const char *signal, in
   se->exit_signal = g_strdup (signal);
 }
 
+struct endpoint_ssh_spares {
+  struct ferry_ssh_conn *conn;  /* a reference: the channels go first */
+  struct open_step *steps;    /* the open session channels */
+  size_t n;
+  size_t taken;               /* steps[0..taken) are endpoints' now */
+};
+
+struct endpoint_ssh_spares *
+endpoint_ssh_open_spares (struct ferry_ssh_conn *conn, size_t n, GError **error)
+{
+  static int (*const open[]) (void *) = { step_session };
+  struct endpoint_ssh_spares *spares = g_new0 (struct endpoint_ssh_spares, 1);
+  g_autofree char *why = NULL;
+  size_t failed;
+
+  spares->steps = g_new0 (struct open_step, n);
+  if (!open_channels (conn, spares->steps, n, open, G_N_ELEMENTS (open), &failed, &why)) {
+    if (!signal_watch_set_stopped (error, ferry_ssh_conn_name (conn)))
+      g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "%s: cannot open a session channel: %s",
+                   ferry_ssh_conn_name (conn), why);
+    g_free (spares->steps);
+    g_free (spares);
+    return NULL;
+  }
+  for (size_t j = 0; j < n; j++)
+    spares->steps[j].opened_ahead = true;
+  spares->conn = ferry_ssh_conn_ref (conn);
+  spares->n = n;
+  return spares;
+}
+
+void
+endpoint_ssh_spares_free (struct endpoint_ssh_spares *spares)
+{
+  if (spares == NULL)
+    return;
+  for (size_t j = spares->taken; j < spares->n; j++)
+    ssh_channel_free (spares->steps[j].channel);
+  ferry_ssh_conn_unref (spares->conn);
+  g_free (spares->steps);
+  g_free (spares);
+}
+
 struct endpoint *
-endpoint_ssh_exec_on (struct ferry_ssh_conn *conn, const char *command, const char *label,
-                      GError **error)
+endpoint_ssh_exec_on (struct ferry_ssh_conn *conn, struct endpoint_ssh_spares *spares,
+                      const char *command, const char *label, GError **error)
 {
   struct endpoint *ep;
   size_t failed;
 
-  return endpoint_ssh_exec_many (conn, 1, &command, &label, &ep, &failed, error) ? ep : NULL;
+  return endpoint_ssh_exec_many (conn, spares, 1, &command, &label, &ep, &failed, error)
+    ? ep : NULL;
 }
 
 bool
-endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, size_t n, const char *const *commands,
-                        const char *const *labels, struct endpoint **endpoints,
-                        size_t *failed, GError **error)
+endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, struct endpoint_ssh_spares *spares,
+                        size_t n, const char *const *commands, const char *const *labels,
+                        struct endpoint **endpoints, size_t *failed, GError **error)
 {
   static int (*const exec[]) (void *) = { step_session, step_exec };
   g_autofree struct open_step *steps = g_new0 (struct open_step, n);
   g_autofree char *why = NULL;
 
-  for (size_t j = 0; j < n; j++)
+  for (size_t j = 0; j < n; j++) {
+    if (spares && spares->taken < spares->n)
+      steps[j] = spares->steps[spares->taken++];
     steps[j].command = commands[j];
+  }
   if (!open_channels (conn, steps, n, exec, G_N_ELEMENTS (exec), failed, &why)) {
     if (!signal_watch_set_stopped (error, ferry_ssh_conn_name (conn)))
       g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "%s: cannot run '%s': %s",

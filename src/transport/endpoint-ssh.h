@@ -31,6 +31,9 @@ void ferry_ssh_conn_unref (struct ferry_ssh_conn *conn);
 const char *ferry_ssh_conn_name (struct ferry_ssh_conn *conn);
 void ferry_ssh_conn_report_failure_myself (struct ferry_ssh_conn *conn);
 
+/* Session channels opened ahead (endpoint_ssh_open_spares). */
+struct endpoint_ssh_spares;
+
 /* @command (quoted for the remote shell already) run over an exec channel
  * on @conn, an authenticated session (ferry_ssh_conn_new), for the remote
  * stream mode: each line of its stderr becomes ferry's, as
@@ -38,18 +41,30 @@ void ferry_ssh_conn_report_failure_myself (struct ferry_ssh_conn *conn);
  * --streams, or if NULL the session's name, USER@HOST:PORT), printed as
  * ferry_error prints, below no progress line.  Its exit status is left to
  * the caller (endpoint_ssh_exit_status), and the endpoint's exit_code
- * reports nothing.  The endpoint holds a reference on @conn.  Errors:
+ * reports nothing.  The endpoint holds a reference on @conn.  The channel
+ * is the next of @spares, if it has one left, else a new one.  Errors:
  * FERRY_EXIT_CONNECT, or 128 + a stop signal. */
-struct endpoint *endpoint_ssh_exec_on (struct ferry_ssh_conn *conn, const char *command,
-                                       const char *label, GError **error);
+struct endpoint *endpoint_ssh_exec_on (struct ferry_ssh_conn *conn,
+                                       struct endpoint_ssh_spares *spares,
+                                       const char *command, const char *label,
+                                       GError **error);
 /* The same for @n commands (@labels[j] for @commands[j]) on @n channels
  * opened at once: each request goes out on every channel before the
  * answers are awaited, so that n channels take the round trips of one.
  * All of them in @endpoints; or none, false, and *@failed the first one
  * that failed. */
-bool endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, size_t n, const char *const *commands,
-                             const char *const *labels, struct endpoint **endpoints,
-                             size_t *failed, GError **error);
+bool endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, struct endpoint_ssh_spares *spares,
+                             size_t n, const char *const *commands, const char *const *labels,
+                             struct endpoint **endpoints, size_t *failed, GError **error);
+/* @n session channels opened at once on @conn, for commands that run
+ * later (endpoint_ssh_exec_on and _many take them in turn): a command on
+ * a spare costs the exec's round trip alone.  With --streams, the other
+ * channels open in the first one's round trip.  The spares hold a
+ * reference on @conn.  Errors as endpoint_ssh_exec_on's. */
+struct endpoint_ssh_spares *endpoint_ssh_open_spares (struct ferry_ssh_conn *conn, size_t n,
+                                                      GError **error);
+/* Closes the spares not taken. */
+void endpoint_ssh_spares_free (struct endpoint_ssh_spares *spares);
 /* An exec channel's remote exit status, or -1 while it is not known (or
  * the channel closed without one). */
 int endpoint_ssh_exit_status (struct endpoint *ep);
