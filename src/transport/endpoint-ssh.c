@@ -441,7 +441,7 @@ step_exit_status (void *data)
 
 /* @step on each of @n channels at once: each request goes out on every
  * channel before any answer is awaited, so that n channels open in the
- * round trips of one.  A channel already in @p (a spare) is used as it is.  Repeated by ferry_ssh_conn_wait until no channel
+ * round trips of one.  Repeated by ferry_ssh_conn_wait until no channel
  * waits any more; then the first failure, if any. */
 struct open_batch {
   struct open_step *p;
@@ -469,9 +469,10 @@ step_batch (void *data)
   return SSH_OK;
 }
 
-/* Run @steps in turn on @n new channels (p[j].channel), each step on all of
- * them at once.  False with *@why (and *@failed, the first channel that
- * failed) if any failed: then none is left open. */
+/* Run @steps in turn on @n channels (p[j].channel: new ones, where a spare
+ * was not given), each step on all of them at once.  False with *@why (and
+ * *@failed, the first channel that failed) if any failed: then none is
+ * left open. */
 static bool
 open_channels (struct ferry_ssh_conn *conn, struct open_step *p, size_t n,
                int (*const *steps) (void *), size_t n_steps, size_t *failed, char **why)
