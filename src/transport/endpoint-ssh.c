@@ -505,8 +505,9 @@ open_channels (struct ferry_ssh_conn *conn, struct open_step *p, size_t n,
     ;
   *why = g_strdup (result == SSH_AGAIN ? "timed out" : ssh_get_error (s));
 fail:
+  /* NULL again: a caller may try @p once more (proxy=auto's fallback). */
   for (size_t j = 0; j < opened; j++)
-    ssh_channel_free (p[j].channel);
+    g_clear_pointer (&p[j].channel, ssh_channel_free);
   return false;
 }
 
