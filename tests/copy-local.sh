@@ -12,7 +12,11 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 M=$((1024 * 1024))
-sparse_image "$T/a.img" 1024 410
+# 1 GiB with about 10% data in the plain build; a quarter of it in the
+# deferred-unref and sanitizer builds (.ci/run's time).
+mib=1024 blocks=410
+[ -n "${FERRY_TEST_PLAIN:-}" ] || mib=256 blocks=102
+sparse_image "$T/a.img" $mib $blocks
 SIZE=$(stat -c %s "$T/a.img")
 want=$(python3 "$CHECK" digest "$T/a.img" "$SIZE")
 
@@ -46,7 +50,8 @@ if command -v strace > /dev/null; then
     assert_eq "$(data_map "$T/a.img")" "$(data_map "$T/b.img")" "the SEEK_DATA map of the copy under strace"
 fi
 cmp "$T/a.img" "$T/b.img" || fail "the copy differs"
-[ "$(data_map "$T/a.img" | wc -l)" -gt 100 ] || fail "the image has too few data extents"
+# Some random blocks touch and make one extent; most stand alone.
+[ "$(data_map "$T/a.img" | wc -l)" -gt $((blocks / 2)) ] || fail "the image has too few data extents"
 assert_eq "$(data_map "$T/a.img")" "$(data_map "$T/b.img")" "the copy's SEEK_DATA map"
 assert_eq "$want  $T/b.img" "$("$FERRY" digest "$T/b.img")" "ferry digest of the copy"
 
