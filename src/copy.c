@@ -333,20 +333,30 @@ run_local_copy (const struct nbd_stream_options *o)
 
 /* --- The commands. --- */
 
+/* With --streams of 2 or more, or --delta, the remote copy's ranged
+ * streams and controller, its "remote" receivers run here (o->same_host). */
 static bool
 setup_local_copy (struct nbd_stream_options *o, const struct image_arg *src,
                   const struct image_arg *dst, char **dst_path, GError **error)
 {
-  if (o->streams || o->delta)
-    return ferry_set_error (error, FERRY_EXIT_USAGE, "--streams and --delta go with a copy "
-                            "to or from a host (HOST:PATH)");
   *dst_path = local_destination (src, dst);
   if (image_is_path (src->path) && image_is_path (*dst_path) &&
       !check_not_same_file (src->path, *dst_path, error))
     return false;
   set_create_size (o, src->path);
   o->send = src->path;
-  o->receive = *dst_path;
+  /* qemu-nbd takes a write lock: one writer per image. */
+  if (o->dst_format && strcmp (o->dst_format, "raw") != 0 && o->streams > 1)
+    o->streams = 1;
+  if ((o->streams > 1 || o->delta) && strcmp (dst->path, "[") == 0)
+    return ferry_set_error (error, FERRY_EXIT_USAGE, "with --streams or --delta, DST is a path "
+                            "or an NBD URI, not '[ CMD ARGS... ]'");
+  if (o->streams > 1 || o->delta) {
+    o->same_host = true;
+    o->remote_receive = *dst_path;
+  } else {
+    o->receive = *dst_path;
+  }
   return true;
 }
 

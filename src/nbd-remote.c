@@ -24,7 +24,12 @@
  * each relayed on its own and carrying a ranged stream (section 8).  This
  * process then also carries the controller's messages (range-messages.h):
  * the controller (range-controller.h) hands out the ranges, and composes
- * the image digest from the block digests that the local halves report. */
+ * the image digest from the block digests that the local halves report.
+ *
+ * A local copy with --streams or --delta (ferry copy, o->same_host) is the
+ * same copy with its "remote" halves run on this host instead, as
+ * processes of this ferry's executable (endpoint-process.h): no ssh, the
+ * same ranges, digests and ends; the far_* functions below choose. */
 #include <config.h>
 
 #include "nbd-remote.h"
@@ -44,6 +49,7 @@
 
 #include "deferred-line.h"
 #include "endpoint-fd.h"
+#include "endpoint-process.h"
 #include "endpoint-ssh.h"
 #include "error.h"
 #include "gsource-release.h"
@@ -122,6 +128,9 @@ struct remote_copy {
                                         also holds the copy's own failure
                                         (its error); NULL without */
   bool delta;                 /* --delta: -v says what it saved */
+  bool same_host;             /* the remote halves run here (o->same_host) */
+  const char *helper;         /* the remote halves' program: --remote-helper,
+                                 "ferry", or with same_host this executable */
   uint8_t *packet;            /* a report's room (RANGE_REPORT_ROOM) */
   struct progress *progress;
   gint64 start_us;
@@ -174,14 +183,14 @@ append_arg_printf (GString *command, const char *fmt, ...)
  * that concern it.  With --streams, the ranged stream, and -v on the first
  * channel only (its summary, and whether DEST has multi-conn). */
 static char *
-remote_command (const struct ferry_options *options, bool ranged, unsigned number)
+remote_command (const struct ferry_options *options, const char *helper, bool ranged,
+                unsigned number)
 {
   const struct nbd_stream_options *o = &options->stream;
   GString *command = g_string_new (NULL);
   bool upload = o->remote_receive != NULL;
 
-  append_arg (command, options->connect.remote_helper ? options->connect.remote_helper
-                                                      : "ferry");
+  append_arg (command, helper);
   if (upload)
     append_arg_printf (command, "--nbd-receive=%s", o->remote_receive);
   else
@@ -265,6 +274,76 @@ failed:
   return FERRY_EXIT_FAILURE;
 }
 
+/* --- The far halves: exec channels on the session, or processes here. --- */
+
+static int
+far_exit_status (const struct remote_copy *rc, struct endpoint *far)
+{
+  return rc->same_host ? endpoint_process_exit_status (far) : endpoint_ssh_exit_status (far);
+}
+
+static const char *
+far_exit_signal (const struct remote_copy *rc, struct endpoint *far)
+{
+  return rc->same_host ? endpoint_process_exit_signal (far) : endpoint_ssh_exit_signal (far);
+}
+
+/* Why the session died; a process here has no link to lose. */
+static const char *
+far_link_failure (const struct remote_copy *rc, struct endpoint *far)
+{
+  return rc->same_host ? NULL : endpoint_ssh_link_failure (far);
+}
+
+static void
+far_signal (const struct remote_copy *rc, struct endpoint *far, int signum)
+{
+  if (far && rc->same_host)
+    endpoint_process_signal (far, signum);
+  else if (far)
+    endpoint_ssh_signal (far, sigabbrev_np (signum));
+}
+
+/* Run the far halves of the @n channels from @first (named), into their
+ * c->channel: all of them, or none and false, with the error and the one
+ * that failed in *@failed.  Over ssh, on the channels opened at once
+ * (rc->spares), in one round trip. */
+static bool
+far_run (struct remote_copy *rc, struct remote_channel *first, size_t n, size_t *failed,
+         GError **error)
+{
+  g_autofree const char **commands = g_new (const char *, n);
+  g_autofree const char **labels = g_new (const char *, n);
+  g_autofree struct endpoint **channels = g_new0 (struct endpoint *, n);
+  bool ok = true;
+
+  /* The lines of a remote half name its host (its stream); those of a
+   * half on this host name DST already, as a local copy's do. */
+  for (size_t i = 0; i < n; i++) {
+    commands[i] = first[i].command;
+    labels[i] = rc->ranged && !rc->same_host ? first[i].who : NULL;
+  }
+  if (!rc->same_host)
+    ok = endpoint_ssh_exec_many (rc->conn, rc->spares, n, commands, labels, channels, failed,
+                                 error);
+  for (size_t i = 0; rc->same_host && ok && i < n; i++) {
+    g_auto (GStrv) argv = NULL;
+    g_autoptr (GError) parse_error = NULL;
+    *failed = i;
+    if (!g_shell_parse_argv (commands[i], NULL, &argv, &parse_error))
+      ok = ferry_set_error (error, FERRY_EXIT_FAILURE, "cannot run '%s': %s", commands[i],
+                            parse_error->message);
+    else
+      ok = (channels[i] = endpoint_process_spawn (argv, first[i].who, labels[i], error)) != NULL;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (ok)
+      first[i].channel = channels[i];
+    else
+      endpoint_free (channels[i]);
+  return ok;
+}
+
 static bool
 all_done (const struct remote_copy *rc)
 {
@@ -293,13 +372,13 @@ print_deferred_line (const struct remote_channel *c)
 static void
 end_relay (struct remote_channel *c, int exit_code)
 {
-  const char *signal = endpoint_ssh_exit_signal (c->channel);
+  const char *signal = far_exit_signal (c->rc, c->channel);
 
   c->relay_done = true;
   c->relay_code = exit_code;
   if (c->rc->link_lost == NULL)
-    c->rc->link_lost = g_strdup (endpoint_ssh_link_failure (c->channel));
-  c->remote_status = endpoint_ssh_exit_status (c->channel);
+    c->rc->link_lost = g_strdup (far_link_failure (c->rc, c->channel));
+  c->remote_status = far_exit_status (c->rc, c->channel);
   c->remote_signal = g_strdup (signal);
   c->end_us = g_get_monotonic_time ();
   /* Closing the socketpair now tells a local sender still writing. */
@@ -348,7 +427,7 @@ abort_channel (struct remote_channel *c)
   if (!c->child_done)
     silence_child (c);
   if (!c->relay_done) {
-    endpoint_ssh_signal (c->channel, "KILL");
+    far_signal (c->rc, c->channel, SIGKILL);
     end_relay (c, FERRY_EXIT_OK);
   }
   stop_control (c);
@@ -402,17 +481,33 @@ channel_ended (struct remote_channel *c)
     fail_copy_at (c, error);
 }
 
+/* The relay is done (its code in c->relay_code), and the remote half's
+ * status in. */
+static void
+relay_ended (void *data)
+{
+  struct remote_channel *c = data;
+
+  if (c->rc->upload && !c->child_done && !c->rc->stop_signum &&
+      far_exit_status (c->rc, c->channel) != 0)
+    silence_child (c);
+  end_relay (c, c->relay_code);
+  channel_ended (c);
+  copy_quit_if_done (c->rc);
+}
+
 static void
 on_relay_done (struct relay *relay, int exit_code, void *data)
 {
   struct remote_channel *c = data;
 
-  if (c->rc->upload && !c->child_done && !c->rc->stop_signum &&
-      endpoint_ssh_exit_status (c->channel) != 0)
-    silence_child (c);
-  end_relay (c, exit_code);
-  channel_ended (c);
-  copy_quit_if_done (c->rc);
+  (void) relay;
+  c->relay_code = exit_code;
+  /* An ssh channel closes after its exit status came; a process here
+   * closes its stream as it exits, before that exit is reaped. */
+  if (c->rc->same_host && endpoint_process_when_exited (c->channel, relay_ended, c))
+    return;
+  relay_ended (c);
 }
 
 /* An upload's local sender could not open SRC, and deferred its line: the
@@ -554,7 +649,7 @@ pass_on (struct remote_copy *rc, int signum)
     if (!c->child_done && c->started)
       kill (c->child, signum);
     if (!c->relay_done)
-      endpoint_ssh_signal (c->channel, sigabbrev_np (signum));
+      far_signal (rc, c->channel, signum);
   }
 }
 
@@ -665,24 +760,27 @@ report_halves (const struct remote_channel *c, int code)
                        (code >= FERRY_EXIT_REMOTE_NBD && code <= FERRY_EXIT_REMOTE_TOO_SMALL);
   g_autofree char *where = remote_failed && c->cut_where ? g_strdup_printf ("; %s", c->cut_where)
                                                          : g_strdup ("");
+  /* A copy on this host has no remote half: it runs the receiver here. */
+  const char *local_half = c->rc->same_host ? "the sending half" : "the local half";
+  const char *remote_half = c->rc->same_host ? "the receiving half" : "the remote half";
 
   /* The relay's idle timeout said why, and the cut stream follows from it. */
   if (!remote_failed && code != FERRY_EXIT_TIMEOUT)
     print_deferred_line (c);
   if (WIFSIGNALED (c->child_status) && !c->child_silenced)
-    ferry_error ("%s%sthe local half was killed by SIG%s", c->rc->ranged ? c->who : "",
-                 c->rc->ranged ? ": " : "", sigabbrev_np (WTERMSIG (c->child_status)));
+    ferry_error ("%s%s%s was killed by SIG%s", c->rc->ranged ? c->who : "",
+                 c->rc->ranged ? ": " : "", local_half, sigabbrev_np (WTERMSIG (c->child_status)));
   if (c->remote_cut && stop_signum)
-    ferry_error ("%s: the remote half had not ended when the local half stopped: its "
-                 "channel was closed (ran: %s)%s", c->who, c->command, where);
+    ferry_error ("%s: %s had not ended when %s stopped: its channel was closed (ran: %s)%s",
+                 c->who, remote_half, local_half, c->command, where);
   else if (c->remote_signal)
-    ferry_error ("%s: the remote half was killed by SIG%s (ran: %s)%s", c->who,
+    ferry_error ("%s: %s was killed by SIG%s (ran: %s)%s", c->who, remote_half,
                  c->remote_signal, c->command, where);
   else if (code == FERRY_EXIT_REMOTE && c->remote_status < 0)
-    ferry_error ("%s: the remote half ended without an exit status: killed by a signal, or "
-                 "its session died (ran: %s)%s", c->who, c->command, where);
+    ferry_error ("%s: %s ended without an exit status: killed by a signal, or its session "
+                 "died (ran: %s)%s", c->who, remote_half, c->command, where);
   else if (code == FERRY_EXIT_REMOTE)
-    ferry_error ("%s: the remote half exited with status %d (ran: %s)%s", c->who,
+    ferry_error ("%s: %s exited with status %d (ran: %s)%s", c->who, remote_half,
                  c->remote_status, c->command, where);
 }
 
@@ -695,9 +793,11 @@ channel_code (const struct remote_channel *c, int stop_code)
    * did not fail either, unless the local receiver's stream was cut short
    * (cut_reason): then it ended first, and its status was on its way. */
   int remote = c->remote_cut && (c->rc->upload || !c->cut_reason) && !c->rc->stop_signum
-               ? FERRY_EXIT_OK : remote_exit_code (c->remote_status, c->remote_signal, stop_code);
+               ? FERRY_EXIT_OK : remote_exit_code (c->remote_status, c->remote_signal, stop_code,
+                                                    c->rc->same_host);
 
-  return remote_copy_exit_code (c->rc->upload, local, remote, c->relay_code, stop_code);
+  return remote_copy_exit_code (c->rc->upload, local, remote, c->relay_code, stop_code,
+                                c->rc->same_host);
 }
 
 /* --- The copy. --- */
@@ -706,9 +806,11 @@ channel_code (const struct remote_channel *c, int stop_code)
 static void
 name_channel (struct remote_copy *rc, struct remote_channel *c)
 {
-  const char *host = ferry_ssh_conn_name (rc->conn);
+  /* A copy on this host names DST, as ferry copy's other lines do. */
+  const char *host = rc->same_host ? rc->options->stream.remote_receive
+                                   : ferry_ssh_conn_name (rc->conn);
 
-  c->command = remote_command (rc->options, rc->ranged, c->number);
+  c->command = remote_command (rc->options, rc->helper, rc->ranged, c->number);
   c->channel_name = g_strdup (host);
   c->who = rc->ranged ? g_strdup_printf ("%s (stream %u)", host, c->number) : g_strdup (host);
 }
@@ -743,14 +845,14 @@ run_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
   return true;
 }
 
-/* Run @c's remote half on the session, let its child go, and relay. */
+/* Run @c's remote half, let its child go, and relay. */
 static bool
 start_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
 {
+  size_t failed;
+
   name_channel (rc, c);
-  c->channel = endpoint_ssh_exec_on (rc->conn, rc->spares, c->command,
-                                     rc->ranged ? c->who : NULL, error);
-  return c->channel && run_channel (rc, c, error);
+  return far_run (rc, c, 1, &failed, error) && run_channel (rc, c, error);
 }
 
 /* The first channel's halves are both up: start the others, all at once,
@@ -761,23 +863,13 @@ static void
 start_rest (struct remote_copy *rc)
 {
   size_t n = rc->n - 1, failed = 0;
-  g_autofree const char **commands = g_new (const char *, n);
-  g_autofree const char **labels = g_new (const char *, n);
-  g_autofree struct endpoint **channels = g_new (struct endpoint *, n);
   g_autoptr (GError) error = NULL;
   bool ok;
 
   rc->all_started = true;
-  for (size_t i = 0; i < n; i++) {
-    struct remote_channel *c = &rc->ch[i + 1];
-    name_channel (rc, c);
-    commands[i] = c->command;
-    labels[i] = c->who;
-  }
-  ok = endpoint_ssh_exec_many (rc->conn, rc->spares, n, commands, labels, channels, &failed,
-                               &error);
-  for (size_t i = 0; ok && i < n; i++)
-    rc->ch[i + 1].channel = channels[i];
+  for (size_t i = 0; i < n; i++)
+    name_channel (rc, &rc->ch[i + 1]);
+  ok = far_run (rc, &rc->ch[1], n, &failed, &error);
   for (size_t i = 0; ok && i < n; i++)
     if (!run_channel (rc, &rc->ch[i + 1], &error))
       ok = false, failed = i;
@@ -794,9 +886,30 @@ start_rest (struct remote_copy *rc)
   g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
 }
 
-/* Connect once (the host key, the login), run the first remote half, let
- * its child go and relay; the others follow (start_rest).  The results in
- * @rc.  False (with the error) if the copy never started. */
+/* Connect once (the host key, the login) and, with --streams, open every
+ * channel at once; a copy on this host has nothing to connect to.
+ * A stop signal gives up the handshake, the login (and its prompt, which
+ * puts the terminal's echo back) and the channel's opening, with "stopped
+ * by SIGTERM while connecting to ADDRESS": not in the handler, which would
+ * leave the echo off.  The local halves see their pipes close, and end
+ * without a word. */
+static bool
+far_connect (struct remote_copy *rc, const struct address *address, GError **error)
+{
+  if (rc->same_host)
+    return true;
+  rc->conn = ferry_ssh_conn_new (address, &rc->options->connect, error);
+  if (rc->conn == NULL)
+    return false;
+  ferry_ssh_conn_report_failure_myself (rc->conn);
+  if (rc->ranged)
+    rc->spares = endpoint_ssh_open_spares (rc->conn, rc->n, error);
+  return !rc->ranged || rc->spares;
+}
+
+/* Connect, run the first remote half, let its child go and relay; the
+ * others follow (start_rest).  The results in @rc.  False (with the
+ * error) if the copy never started. */
 static bool
 relay_copy (const struct ferry_options *options, const struct address *address,
             struct remote_copy *rc, GError **error)
@@ -810,17 +923,7 @@ relay_copy (const struct ferry_options *options, const struct address *address,
   rc->config.label = NULL;
   rc->config.peers_report_loss = true;
   rc->all_started = rc->n == 1;
-  /* A stop signal gives up the handshake, the login (and its prompt, which
-   * puts the terminal's echo back) and the channel's opening, with
-   * "stopped by SIGTERM while connecting to ADDRESS": not in the handler,
-   * which would leave the echo off.  The local halves see their pipes
-   * close, and end without a word. */
-  rc->conn = ferry_ssh_conn_new (address, &options->connect, error);
-  if (rc->conn)
-    ferry_ssh_conn_report_failure_myself (rc->conn);
-  if (rc->conn && rc->ranged)
-    rc->spares = endpoint_ssh_open_spares (rc->conn, rc->n, error);
-  started = rc->conn && (!rc->ranged || rc->spares) && start_channel (rc, &rc->ch[0], error);
+  started = far_connect (rc, address, error) && start_channel (rc, &rc->ch[0], error);
   if (rc->all_started)
     g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
   if (!started)
@@ -1203,10 +1306,14 @@ free_copy (struct remote_copy *rc, struct signal_watch *signals)
 int
 nbd_remote_main (const struct ferry_options *options)
 {
+  bool same_host = options->stream.same_host;
   g_autoptr (GError) error = NULL;
-  g_autoptr (FerryAddress) address = address_parse_flags (options->address,
-                                                          ADDRESS_SSH_SESSION, &error);
-  struct remote_copy rc = { .drain_timeout = options->drain_timeout };
+  g_autoptr (FerryAddress) address = same_host ? NULL
+                                               : address_parse_flags (options->address,
+                                                                      ADDRESS_SSH_SESSION,
+                                                                      &error);
+  g_autofree char *self = same_host ? g_file_read_link ("/proc/self/exe", &error) : NULL;
+  struct remote_copy rc = { .drain_timeout = options->drain_timeout, .same_host = same_host };
   struct signal_watch *signals;
   int code = FERRY_EXIT_OK;
 
@@ -1216,10 +1323,15 @@ nbd_remote_main (const struct ferry_options *options)
                      options->address);
   if (error) {
     ferry_error ("%s", error->message);
-    return error->code;
+    return error->domain == FERRY_ERROR ? error->code : FERRY_EXIT_FAILURE;
   }
-  ferry_stats_set_string ("type", "remote-copy");
-  ferry_stats_set_string ("direction", options->stream.remote_receive ? "upload" : "download");
+  rc.helper = same_host ? self
+            : options->connect.remote_helper ? options->connect.remote_helper : "ferry";
+  if (!same_host) {
+    ferry_stats_set_string ("type", "remote-copy");
+    ferry_stats_set_string ("direction", options->stream.remote_receive ? "upload"
+                                                                        : "download");
+  }
   if (!setup_copy (&options->stream, &rc, &code))
     return code;
   ferry_stats_set_int ("streams", rc.n);

@@ -71,38 +71,41 @@ test_copy_exit_code (void)
   const int term = FERRY_EXIT_SIGTERM;
 
   /* All well. */
-  g_assert_cmpint (remote_copy_exit_code (true, 0, 0, 0, 0), ==, FERRY_EXIT_OK);
+  g_assert_cmpint (remote_copy_exit_code (true, 0, 0, 0, 0, false), ==, FERRY_EXIT_OK);
   /* The receiver's failure wins (upload: the remote one). */
-  g_assert_cmpint (remote_copy_exit_code (true, FERRY_EXIT_NBD, FERRY_EXIT_REMOTE_DIGEST, 0, 0),
+  g_assert_cmpint (remote_copy_exit_code (true, FERRY_EXIT_NBD, FERRY_EXIT_REMOTE_DIGEST, 0, 0, false),
                    ==, FERRY_EXIT_REMOTE_DIGEST);
-  g_assert_cmpint (remote_copy_exit_code (false, FERRY_EXIT_DIGEST, FERRY_EXIT_REMOTE_NBD, 0, 0),
+  g_assert_cmpint (remote_copy_exit_code (false, FERRY_EXIT_DIGEST, FERRY_EXIT_REMOTE_NBD, 0, 0, false),
                    ==, FERRY_EXIT_DIGEST);
   /* ...unless it only saw the stream break because the sender failed. */
-  g_assert_cmpint (remote_copy_exit_code (true, FERRY_EXIT_NBD, FERRY_EXIT_REMOTE_STREAM, 0, 0),
+  g_assert_cmpint (remote_copy_exit_code (true, FERRY_EXIT_NBD, FERRY_EXIT_REMOTE_STREAM, 0, 0, false),
                    ==, FERRY_EXIT_NBD);
-  g_assert_cmpint (remote_copy_exit_code (false, FERRY_EXIT_STREAM, FERRY_EXIT_REMOTE_NBD, 0, 0),
+  g_assert_cmpint (remote_copy_exit_code (false, FERRY_EXIT_STREAM, FERRY_EXIT_REMOTE_NBD, 0, 0, false),
                    ==, FERRY_EXIT_REMOTE_NBD);
   /* A broken stream with no sender failure is the receiver's. */
-  g_assert_cmpint (remote_copy_exit_code (false, FERRY_EXIT_STREAM, 0, 0, 0), ==,
+  g_assert_cmpint (remote_copy_exit_code (false, FERRY_EXIT_STREAM, 0, 0, 0, false), ==,
                    FERRY_EXIT_STREAM);
   /* Then the sender's, then the transport's. */
-  g_assert_cmpint (remote_copy_exit_code (true, FERRY_EXIT_NBD, 0, FERRY_EXIT_IO, 0), ==,
+  g_assert_cmpint (remote_copy_exit_code (true, FERRY_EXIT_NBD, 0, FERRY_EXIT_IO, 0, false), ==,
                    FERRY_EXIT_NBD);
-  g_assert_cmpint (remote_copy_exit_code (true, 0, 0, FERRY_EXIT_IO, 0), ==, FERRY_EXIT_IO);
+  g_assert_cmpint (remote_copy_exit_code (true, 0, 0, FERRY_EXIT_IO, 0, false), ==, FERRY_EXIT_IO);
   /* The relay's idle timeout: the halves saw its cut. */
   g_assert_cmpint (remote_copy_exit_code (true, FERRY_EXIT_IO, FERRY_EXIT_REMOTE,
-                                          FERRY_EXIT_TIMEOUT, 0), ==, FERRY_EXIT_TIMEOUT);
+                                          FERRY_EXIT_TIMEOUT, 0, false), ==, FERRY_EXIT_TIMEOUT);
   g_assert_cmpint (remote_copy_exit_code (false, FERRY_EXIT_STREAM, FERRY_EXIT_REMOTE,
-                                          FERRY_EXIT_TIMEOUT, 0), ==, FERRY_EXIT_TIMEOUT);
+                                          FERRY_EXIT_TIMEOUT, 0, false), ==, FERRY_EXIT_TIMEOUT);
   /* A stop: halves that stopped, a cut stream and a lost relay are the stop's. */
-  g_assert_cmpint (remote_copy_exit_code (true, term, term, 0, term), ==, term);
-  g_assert_cmpint (remote_copy_exit_code (false, FERRY_EXIT_STREAM, term, 0, term), ==, term);
-  g_assert_cmpint (remote_copy_exit_code (true, 0, 0, FERRY_EXIT_IO, term), ==, term);
+  g_assert_cmpint (remote_copy_exit_code (true, term, term, 0, term, false), ==, term);
+  g_assert_cmpint (remote_copy_exit_code (false, FERRY_EXIT_STREAM, term, 0, term, false), ==, term);
+  g_assert_cmpint (remote_copy_exit_code (true, 0, 0, FERRY_EXIT_IO, term, false), ==, term);
   /* ...but a half that failed for a reason of its own wins. */
-  g_assert_cmpint (remote_copy_exit_code (true, FERRY_EXIT_NBD, term, 0, term), ==,
+  g_assert_cmpint (remote_copy_exit_code (true, FERRY_EXIT_NBD, term, 0, term, false), ==,
                    FERRY_EXIT_NBD);
+  /* On this host, a receiver's broken stream is 21, not 31. */
+  g_assert_cmpint (remote_copy_exit_code (true, FERRY_EXIT_NBD, FERRY_EXIT_STREAM, 0, 0, true),
+                   ==, FERRY_EXIT_NBD);
   /* Both halves completed: the stop changed nothing. */
-  g_assert_cmpint (remote_copy_exit_code (true, 0, 0, 0, term), ==, FERRY_EXIT_OK);
+  g_assert_cmpint (remote_copy_exit_code (true, 0, 0, 0, term, false), ==, FERRY_EXIT_OK);
 }
 
 static void
@@ -110,22 +113,28 @@ test_remote_exit_code (void)
 {
   const int term = FERRY_EXIT_SIGTERM;
 
-  g_assert_cmpint (remote_exit_code (0, NULL, 0), ==, FERRY_EXIT_OK);
-  g_assert_cmpint (remote_exit_code (FERRY_EXIT_CONNECT, NULL, 0), ==, FERRY_EXIT_REMOTE_NBD);
-  g_assert_cmpint (remote_exit_code (FERRY_EXIT_NBD, NULL, 0), ==, FERRY_EXIT_REMOTE_NBD);
-  g_assert_cmpint (remote_exit_code (FERRY_EXIT_STREAM, NULL, 0), ==, FERRY_EXIT_REMOTE_STREAM);
-  g_assert_cmpint (remote_exit_code (FERRY_EXIT_DIGEST, NULL, 0), ==, FERRY_EXIT_REMOTE_DIGEST);
-  g_assert_cmpint (remote_exit_code (FERRY_EXIT_TOO_SMALL, NULL, 0), ==,
+  g_assert_cmpint (remote_exit_code (0, NULL, 0, false), ==, FERRY_EXIT_OK);
+  g_assert_cmpint (remote_exit_code (FERRY_EXIT_CONNECT, NULL, 0, false), ==, FERRY_EXIT_REMOTE_NBD);
+  g_assert_cmpint (remote_exit_code (FERRY_EXIT_NBD, NULL, 0, false), ==, FERRY_EXIT_REMOTE_NBD);
+  g_assert_cmpint (remote_exit_code (FERRY_EXIT_STREAM, NULL, 0, false), ==, FERRY_EXIT_REMOTE_STREAM);
+  g_assert_cmpint (remote_exit_code (FERRY_EXIT_DIGEST, NULL, 0, false), ==, FERRY_EXIT_REMOTE_DIGEST);
+  g_assert_cmpint (remote_exit_code (FERRY_EXIT_TOO_SMALL, NULL, 0, false), ==,
                    FERRY_EXIT_REMOTE_TOO_SMALL);
-  g_assert_cmpint (remote_exit_code (FERRY_EXIT_IO, NULL, 0), ==, FERRY_EXIT_REMOTE);
-  g_assert_cmpint (remote_exit_code (-1, NULL, 0), ==, FERRY_EXIT_REMOTE);
-  g_assert_cmpint (remote_exit_code (-1, "KILL", 0), ==, FERRY_EXIT_REMOTE);
+  g_assert_cmpint (remote_exit_code (FERRY_EXIT_IO, NULL, 0, false), ==, FERRY_EXIT_REMOTE);
+  g_assert_cmpint (remote_exit_code (-1, NULL, 0, false), ==, FERRY_EXIT_REMOTE);
+  g_assert_cmpint (remote_exit_code (-1, "KILL", 0, false), ==, FERRY_EXIT_REMOTE);
   /* After a stop: its own code, no status, or death by that signal. */
-  g_assert_cmpint (remote_exit_code (term, NULL, term), ==, term);
-  g_assert_cmpint (remote_exit_code (-1, NULL, term), ==, term);
-  g_assert_cmpint (remote_exit_code (-1, "TERM", term), ==, term);
-  g_assert_cmpint (remote_exit_code (-1, "KILL", term), ==, FERRY_EXIT_REMOTE);
-  g_assert_cmpint (remote_exit_code (FERRY_EXIT_NBD, NULL, term), ==, FERRY_EXIT_REMOTE_NBD);
+  g_assert_cmpint (remote_exit_code (term, NULL, term, false), ==, term);
+  g_assert_cmpint (remote_exit_code (-1, NULL, term, false), ==, term);
+  g_assert_cmpint (remote_exit_code (-1, "TERM", term, false), ==, term);
+  g_assert_cmpint (remote_exit_code (-1, "KILL", term, false), ==, FERRY_EXIT_REMOTE);
+  g_assert_cmpint (remote_exit_code (FERRY_EXIT_NBD, NULL, term, false), ==, FERRY_EXIT_REMOTE_NBD);
+  /* A half on this host (a local copy with --streams): its own codes. */
+  g_assert_cmpint (remote_exit_code (FERRY_EXIT_TOO_SMALL, NULL, 0, true), ==, FERRY_EXIT_TOO_SMALL);
+  g_assert_cmpint (remote_exit_code (FERRY_EXIT_CONNECT, NULL, 0, true), ==, FERRY_EXIT_CONNECT);
+  g_assert_cmpint (remote_exit_code (-1, "KILL", 0, true), ==, FERRY_EXIT_REMOTE);
+  g_assert_cmpint (remote_exit_code (-1, "TERM", term, true), ==, term);
+  g_assert_cmpint (remote_exit_code (-1, NULL, 0, true), ==, FERRY_EXIT_REMOTE);
 }
 
 int

@@ -125,6 +125,23 @@ ferry_status_end (void)
   status_width = 0;
 }
 
+void
+ferry_pass_lines (GString *pending, const char *label, bool flush)
+{
+  char *nl;
+
+  while ((nl = memchr (pending->str, '\n', pending->len)) || (flush && pending->len > 0)) {
+    size_t len = nl ? (size_t) (nl - pending->str) : pending->len;
+    const char *text = pending->str;
+    if (len >= 7 && memcmp (text, "ferry: ", 7) == 0) {
+      text += 7;
+      len -= 7;
+    }
+    ferry_error ("%s%s%.*s", label ? label : "", label ? ": " : "", (int) len, text);
+    g_string_erase (pending, 0, nl ? (gssize) (nl - pending->str) + 1 : (gssize) pending->len);
+  }
+}
+
 char *
 ferry_host_port (const char *host, const char *port)
 {

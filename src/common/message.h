@@ -5,6 +5,8 @@
 #ifndef FERRY_MESSAGE_H
 #define FERRY_MESSAGE_H
 
+#include <stdbool.h>
+
 #include <glib.h>
 
 /* How much ferry says, set once from the command line before anything
@@ -26,6 +28,12 @@ void ferry_error (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
 void ferry_report (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
 /* -vv's detail: a line per connection, channel or range. */
 void ferry_detail (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
+
+/* Another ferry's stderr, read into @pending: each whole line
+ * ("ferry: MESSAGE") becomes ferry's own "LABEL: MESSAGE" (or "MESSAGE"
+ * with @label NULL), through ferry_error, so that it erases a --progress
+ * line first; with @flush the unfinished rest too. */
+void ferry_pass_lines (GString *pending, const char *label, bool flush);
 
 /* "HOST:PORT", an IPv6 literal in brackets ("[::1]:22"), as addresses
  * and messages write a host and its port. */

@@ -284,9 +284,12 @@ nbd_stream_main (const struct nbd_stream_options *options)
                        dlerror ());
   }
   if (run == NULL) {
-    /* A download's local half: the remote's end explains a stream cut
-     * short (deferred-line.h). */
-    if (!(cut && o->report_fd > 0 && deferred_line_send (o->report_fd, error->message, NULL)))
+    /* A local half of the remote mode defers its line (deferred-line.h):
+     * a download's, whose stream was cut short, as the remote's end
+     * explains; an upload's, whose SRC did not open, so that the copy ends
+     * before the remote receiver can add that its stream was empty. */
+    if (!((cut || o->send) && o->report_fd > 0 &&
+          deferred_line_send (o->report_fd, error->message, NULL)))
       ferry_error ("%s", error->message);
     rc = error->code;
   } else {

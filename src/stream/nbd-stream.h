@@ -55,6 +55,10 @@ struct nbd_stream_options {
   const char *remote_image_name;  /* ferry copy: the remote side as typed
                                      (HOST:PATH), the remote half's
                                      --image-name */
+  bool same_host;             /* ferry copy of a local SRC to a local DST with
+                                 --streams or --delta: the remote mode, with
+                                 its "remote" halves run on this host as
+                                 processes, without ssh (nbd-remote.c) */
   bool raw;                   /* plain image bytes instead of the stream */
   bool no_extents;            /* sender: ignore the server's allocation map */
   bool destination_is_zero;   /* receiver: skip ZERO records */

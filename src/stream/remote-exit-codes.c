@@ -13,13 +13,16 @@
 #define REMOTE_CODE_OFFSET (FERRY_EXIT_REMOTE_NBD - FERRY_EXIT_NBD)
 
 int
-remote_exit_code (int status, const char *signal, int stop_code)
+remote_exit_code (int status, const char *signal, int stop_code, bool same_host)
 {
   if (status == 0)
     return FERRY_EXIT_OK;
   if (stop_code && (status == stop_code || (status < 0 && signal == NULL) ||
                     (status < 0 && g_strcmp0 (signal, sigabbrev_np (stop_code - 128)) == 0)))
     return stop_code;
+  /* Killed, it said nothing (report_halves does). */
+  if (same_host)
+    return status >= 0 ? status : FERRY_EXIT_REMOTE;
   /* Its export failed, and its message came through. */
   if (status == FERRY_EXIT_CONNECT)
     return FERRY_EXIT_REMOTE_NBD;
@@ -35,10 +38,11 @@ remote_child_code (int wstatus)
 }
 
 int
-remote_copy_exit_code (bool upload, int local, int remote, int relay, int stop_code)
+remote_copy_exit_code (bool upload, int local, int remote, int relay, int stop_code,
+                       bool same_host)
 {
   int sender = upload ? local : remote, receiver = upload ? remote : local;
-  int broken = upload ? FERRY_EXIT_STREAM + REMOTE_CODE_OFFSET : FERRY_EXIT_STREAM;
+  int broken = upload && !same_host ? FERRY_EXIT_STREAM + REMOTE_CODE_OFFSET : FERRY_EXIT_STREAM;
   bool stopped = false;
 
   if (stop_code) {

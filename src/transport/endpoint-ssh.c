@@ -83,27 +83,13 @@ write_stderr (const char *buf, size_t n)
       break;
 }
 
-/* endpoint_ssh_exec_on: each whole line of the remote ferry's stderr
- * ("ferry: MESSAGE") becomes "ferry: USER@HOST:PORT: MESSAGE", through
- * ferry_error so that it erases a --progress line first; with @flush the
- * unfinished rest too. */
+/* endpoint_ssh_exec_on: the remote ferry's lines become ferry's, naming
+ * the host (or the label). */
 static void
 pass_stderr_lines (struct channel_endpoint *se, bool flush)
 {
-  GString *l = se->stderr_line;
-  const char *name = se->stderr_label ? se->stderr_label : ferry_ssh_conn_name (se->conn);
-  char *nl;
-
-  while ((nl = memchr (l->str, '\n', l->len)) || (flush && l->len > 0)) {
-    size_t len = nl ? (size_t) (nl - l->str) : l->len;
-    const char *text = l->str;
-    if (len >= 7 && memcmp (text, "ferry: ", 7) == 0) {
-      text += 7;
-      len -= 7;
-    }
-    ferry_error ("%s: %.*s", name, (int) len, text);
-    g_string_erase (l, 0, nl ? (gssize) (nl - l->str) + 1 : (gssize) l->len);
-  }
+  ferry_pass_lines (se->stderr_line,
+                    se->stderr_label ? se->stderr_label : ferry_ssh_conn_name (se->conn), flush);
 }
 
 /* The remote command's stderr is ferry's.  Only while no stdout bytes wait
