@@ -532,7 +532,8 @@ static const struct option {
     "SOURCE on HOST, read by the remote ferry, to DEST" },
   { "streams", 0, GROUP_STREAM, parse_streams, FIELD (options.stream.streams), "N",
     "With --remote-nbd-send/--remote-nbd-receive: N ssh channels at once, each with "
-    "its own remote ferry, taking ranges of up to 128 MiB in turn (default 4; 1: one stream)" },
+    "its own remote ferry, taking ranges of up to 128 MiB in turn (default 4; 1: one stream); "
+    "with a local ferry copy, N receivers here" },
   { "delta", 0, GROUP_STREAM, parse_set, FIELD (options.stream.delta), NULL,
     "With --streams (2 or more): send only the 64 KiB blocks whose digest differs from "
     "the destination's (a resumed or refreshed copy)" },
