@@ -16,6 +16,9 @@
 #   download      the same file from the host: ferry copy HOST:A B  vs  rsync -S, scp
 #   resync        into the host's copy of it with 1% of its blocks changed:
 #                   ferry copy --delta  vs  rsync --inplace --no-whole-file
+#   local-resync  on this host, into a copy of the SIZE-REMOTE file with 1% of
+#                   its blocks changed: ferry copy --delta  vs  a full ferry
+#                   copy, rsync --inplace --no-whole-file (its delta, forced)
 #   qcow2         the same image as qcow2 to a new raw file on the host:
 #                   ferry copy D.qcow2 HOST:D.img  vs  qemu-img convert to a
 #                   local raw file, then rsync -S
@@ -41,7 +44,7 @@ usage: bench/copy.sh [OPTIONS]
                       run of every contender
   --no-warmup         no warm-up run
   --scenarios LIST    comma-separated, of: local-sparse,local-dense,digest,
-                      upload,download,resync,qcow2 (default: all)
+                      upload,download,resync,local-resync,qcow2 (default: all)
   --delay-ms MS       delay each way on the ssh link (default 25: 50 ms RTT)
   --streams N         ferry's --streams for the ssh rows (default 4)
   --timeout SECS      kill a contender that runs longer than SECS (default 1800)
@@ -53,7 +56,7 @@ EOF
 }
 size_local=4G size_dense= size_remote=1G rounds=3 warmup=1 delay_ms=25 streams=4
 timeout_s=1800 ferry=
-all_scenarios=local-sparse,local-dense,digest,upload,download,resync,qcow2
+all_scenarios=local-sparse,local-dense,digest,upload,download,resync,local-resync,qcow2
 scenarios=$all_scenarios
 while [ $# -gt 0 ]; do
     case $1 in
@@ -172,7 +175,7 @@ want () { [[ ,$scenarios, == *,$1,* ]]; }
 echo "bench: making the images in $T" >&2
 if want local-sparse || want digest; then make_image sparse "${bytes[size_local]}" 10 1; fi
 if want local-dense; then make_image dense "${bytes[size_dense]}" 100 2; fi
-if want upload || want download || want resync || want qcow2; then
+if want upload || want download || want resync || want local-resync || want qcow2; then
     make_image quarter "${bytes[size_remote]}" 25 3
 fi
 if want qcow2; then qemu-img convert -f raw -O qcow2 "$T/img/quarter.img" "$T/img/disk.qcow2"; fi
@@ -219,7 +222,7 @@ limit=(timeout -k 5 "$timeout_s")
 timed () { "${limit[@]}" "${TIME[@]}" "$@"; }   # a local process, timed
 tf () { timed env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" "$@"; }
 S=$T/img/sparse.img D=$T/img/dense.img Q=$T/img/quarter.img QC=$T/img/disk.qcow2
-LB=$T/local/b.img RB=$T/remote/b.img RR=$T/remote/resync.img
+LB=$T/local/b.img RB=$T/remote/b.img RR=$T/remote/resync.img LR=$T/local/resync.img
 
 contenders_local_sparse=(ls-ferry ls-ferry-nv ls-nbdcopy ls-nbdcopy-flush ls-cp)
 contenders_local_dense=(ld-ferry-nv ld-ferry ld-nbdcopy ld-nbdcopy-flush)
@@ -227,6 +230,7 @@ contenders_digest=(dg-ferry dg-sha256sum dg-blksum)
 contenders_upload=(up-ferry up-rsync up-scp)
 contenders_download=(down-ferry down-rsync down-scp)
 contenders_resync=(rs-ferry rs-rsync)
+contenders_local_resync=(lr-ferry lr-ferry-full lr-rsync)
 contenders_qcow2=(q-ferry q-convert-rsync)
 label () {
     case $1 in
@@ -246,6 +250,9 @@ label () {
     down-scp) echo "scp HOST:A B" ;;
     rs-ferry) echo "ferry copy --delta A HOST:B" ;;
     rs-rsync) echo "rsync --inplace --no-whole-file A HOST:B" ;;
+    lr-ferry) echo "ferry copy --delta A B" ;;
+    lr-ferry-full) echo "ferry copy A B (into the old B)" ;;
+    lr-rsync) echo "rsync --inplace --no-whole-file A B" ;;
     q-ferry) echo "ferry copy D.qcow2 HOST:D.img" ;;
     q-convert-rsync) echo "qemu-img convert -O raw D.qcow2 D.img; rsync -S D.img HOST:" ;;
     esac
@@ -272,6 +279,9 @@ run_contender () {  # NAME
     down-scp) timed scp -q -F "$ssh_conf" "$H:$Q" "$LB" ;;
     rs-ferry) tf copy --streams="$streams" --delta "$Q" "$H:$RR" ;;
     rs-rsync) timed rsync --inplace --no-whole-file -e "$SSH_E" "$Q" "$H:$RR" ;;
+    lr-ferry) tf copy --delta "$Q" "$LR" ;;
+    lr-ferry-full) tf copy "$Q" "$LR" ;;
+    lr-rsync) timed rsync --inplace --no-whole-file "$Q" "$LR" ;;
     q-ferry) tf copy --streams="$streams" "$QC" "$H:$RB" ;;
     q-convert-rsync)
         timed qemu-img convert -f qcow2 -O raw "$QC" "$T/local/disk.img" &&
@@ -284,11 +294,13 @@ run_contender () {  # NAME
 prepare () {  # NAME
     rm -f "$LB" "$RB" "$T/local/disk.img" "$T/out"
     case $1 in
-    rs-*)
-        cp --sparse=always "$Q" "$RR"
-        python3 "$T/images.py" change "$RR" "${bytes[size_remote]}" 1 7 > "$T/changed"
-        touch -d 2000-01-01 "$RR"
-        ! cmp -s "$Q" "$RR" || { echo "bench: the re-sync's destination did not change" >&2; exit 1; }
+    rs-*|lr-*)
+        local old=$RR
+        [[ $1 == rs-* ]] || old=$LR
+        cp --sparse=always "$Q" "$old"
+        python3 "$T/images.py" change "$old" "${bytes[size_remote]}" 1 7 > "$T/changed"
+        touch -d 2000-01-01 "$old"
+        ! cmp -s "$Q" "$old" || { echo "bench: the re-sync's destination did not change" >&2; exit 1; }
         ;;
     esac
 }
@@ -301,6 +313,7 @@ check () {  # NAME
     up-*|q-*) cmp "$Q" "$RB" 2>&1 | head -n1 ;;
     down-*) cmp "$Q" "$LB" 2>&1 | head -n1 ;;
     rs-*) cmp "$Q" "$RR" 2>&1 | head -n1 ;;
+    lr-*) cmp "$Q" "$LR" 2>&1 | head -n1 ;;
     dg-sha256sum)
         got=$(cut -d' ' -f1 "$T/out")
         [ "$got" = "${sha256[sparse]}" ] || echo "sha256 $got, not ${sha256[sparse]}" ;;
@@ -314,6 +327,7 @@ dst_of () {  # NAME: the file whose allocation the table shows, or nothing
     ls-*|ld-*|down-*) echo "$LB" ;;
     up-*|q-*) echo "$RB" ;;
     rs-*) echo "$RR" ;;
+    lr-*) echo "$LR" ;;
     esac
 }
 image_of () {
@@ -463,6 +477,7 @@ scenario_text = {
     "upload": f"upload, {sizes['remote']} file, 25% data, {2 * delay} ms RTT",
     "download": f"download, {sizes['remote']} file, 25% data, {2 * delay} ms RTT",
     "resync": f"re-sync, 1% of the blocks changed, {sizes['remote']}, {2 * delay} ms RTT",
+    "local-resync": f"local re-sync, 1% of the blocks changed, {sizes['remote']}",
     "qcow2": f"qcow2 SRC -> remote raw file, {sizes['remote']}, {2 * delay} ms RTT",
 }
 mib, gib = 2**20, 2**30
@@ -501,6 +516,7 @@ rows = [  # ferry, against, target
     ("up-ferry", "up-rsync", ">= 5x"), ("up-ferry", "up-scp", ">= 5x"),
     ("down-ferry", "down-rsync", ">= 5x"), ("down-ferry", "down-scp", ">= 5x"),
     ("rs-ferry", "rs-rsync", ">= 3x"),
+    ("lr-ferry", "lr-ferry-full", "- (report)"), ("lr-ferry", "lr-rsync", "- (report)"),
     ("q-ferry", "q-convert-rsync", ">= 5x"),
 ]
 print()
