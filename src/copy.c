@@ -345,18 +345,18 @@ setup_local_copy (struct nbd_stream_options *o, const struct image_arg *src,
     return false;
   set_create_size (o, src->path);
   o->send = src->path;
-  /* qemu-nbd takes a write lock: one writer per image. */
-  if (o->dst_format && strcmp (o->dst_format, "raw") != 0 && o->streams > 1)
+  /* qemu-nbd takes a write lock: one writer per image (and --delta is
+   * then refused, as for a remote copy). */
+  if (o->dst_format && strcmp (o->dst_format, "raw") != 0)
     o->streams = 1;
-  if ((o->streams > 1 || o->delta) && strcmp (dst->path, "[") == 0)
+  o->same_host = o->streams > 1 || o->delta;
+  if (o->same_host && strcmp (dst->path, "[") == 0)
     return ferry_set_error (error, FERRY_EXIT_USAGE, "with --streams or --delta, DST is a path "
                             "or an NBD URI, not '[ CMD ARGS... ]'");
-  if (o->streams > 1 || o->delta) {
-    o->same_host = true;
+  if (o->same_host)
     o->remote_receive = *dst_path;
-  } else {
+  else
     o->receive = *dst_path;
-  }
   return true;
 }
 
@@ -588,6 +588,10 @@ copy_main (struct ferry_options *options, char **args, int n_args)
     if (src.address && dst.address)
       ferry_set_error (&error, FERRY_EXIT_USAGE, "at most one of SRC and DST may be on "
                        "another host: %s, %s", src.text, dst.text);
+    else if (o->delta && o->dst_format && strcmp (o->dst_format, "raw") != 0)
+      /* qemu-nbd serves one writer, and --delta's ranges take several. */
+      ferry_set_error (&error, FERRY_EXIT_USAGE, "--delta writes only a raw DST, not "
+                       "--dst-format=%s", o->dst_format);
     else if (src.address || dst.address)
       setup_remote_copy (options, &src, &dst, &path, &source_name, &remote_name);
     else

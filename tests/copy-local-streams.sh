@@ -4,7 +4,8 @@
 # --streams=4 into a new DST (the bytes, the holes and the digest equal to
 # python3's); --delta into it after 1% of SRC's blocks changed (exactly
 # those blocks sent); --delta into a DST that does not exist; a missing
-# SRC and a missing DST directory (one line, exit 3, nothing created); a
+# SRC and a missing DST directory (one line, exit 3, nothing created),
+# --no-verify, a qcow2 DST and '[ CMD ]' (usage errors); a
 # receiving half killed (its line, exit 24); SIGTERM (exit 143, how far
 # DST is complete).
 . "$(dirname "$0")/lib.sh"
@@ -58,6 +59,8 @@ copy_fails 3 "cannot open $T/nodir/c.img: No such file or directory" --delta "$T
 copy_fails 2 "--no-verify goes with --streams=1: the ranges of more streams are checked by their digests" \
     --streams=4 --no-verify "$T/a.img" "$T/c.img"
 
+copy_fails 2 "--delta writes only a raw DST, not --dst-format=qcow2" --delta --dst-format=qcow2 \
+    "$T/a.img" "$T/c.qcow2"
 # '[ CMD ]' as DST serves one receiver, not N.
 copy_fails 2 "with --streams or --delta, DST is a path or an NBD URI, not '[ CMD ARGS... ]'" \
     --delta "$T/a.img" '[' nbdkit file "$T/b.img" ']'

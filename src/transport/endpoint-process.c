@@ -30,7 +30,7 @@ struct process_endpoint {
   struct endpoint *socket;    /* the parent's end, which the bytes go through */
   GPid pid;
   GSource *child_watch;       /* until the command has exited */
-  int stderr_fd;              /* the read end of its stderr, or -1 */
+  int stderr_fd;              /* the read end of its stderr */
   GSource *stderr_watch;
   GString *stderr_line;       /* its stderr's unfinished line */
   char *label;                /* its lines' prefix, or NULL */
