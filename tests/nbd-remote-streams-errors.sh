@@ -29,7 +29,7 @@ usage "--ranged goes with --nbd-send or --nbd-receive (it is the remote half of 
 for args in "--nbd-send=x --remote-nbd-receive=y --streams=1 ssh://h" "--nbd-send=x" \
             "--nbd-receive=x --remote-nbd-send=y --no-verify ssh://h"; do
     # shellcheck disable=SC2086
-    usage "--delta goes with --remote-nbd-send or --remote-nbd-receive and --streams of 2 or more (the ranged stream carries the destination's digests); see 'ferry --help'" \
+    usage "--delta goes with ferry copy, --remote-nbd-send or --remote-nbd-receive, --streams of 2 or more and no --no-verify (the ranged stream carries the destination's digests); see 'ferry --help'" \
         --delta $args
 done
 # ZERO records would not be written over the destination's data (review h16q).

@@ -90,8 +90,9 @@ nbd_stream_validate (const struct nbd_stream_options *o, GError **error)
     bad = "--ranged goes with --nbd-send or --nbd-receive (it is the remote half of --streams)";
   else if (o->delta && !o->ranged && ((!o->remote_send && !o->remote_receive) ||
                                       o->streams == 1 || o->no_verify))
-    bad = "--delta goes with --remote-nbd-send or --remote-nbd-receive and --streams of 2 "
-          "or more (the ranged stream carries the destination's digests)";
+    bad = "--delta goes with ferry copy, --remote-nbd-send or --remote-nbd-receive, --streams "
+          "of 2 or more and no --no-verify (the ranged stream carries the destination's "
+          "digests)";
   else if (o->delta && o->destination_is_zero)
     bad = "--delta and --destination-is-zero exclude each other (a delta's destination holds "
           "data, which ZERO records must overwrite)";
