@@ -7,7 +7,8 @@
 # SRC and a missing DST directory (one line, exit 3, nothing created),
 # --no-verify, a qcow2 DST and '[ CMD ]' (usage errors); a
 # receiving half killed (its line, exit 24); SIGTERM (exit 143, how far
-# DST is complete).
+# DST is complete); a loop device as DST (--delta into it, and one too
+# small: 23).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 need python3
@@ -95,3 +96,23 @@ stop_copy $copy "$T/stopped.err" 20
 assert_eq 2 "$(grep -c "^ferry: stopped by SIGTERM; in the range at offset .* is complete up to offset .* (flushed)$" "$T/stopped.err")" \
     "the stopped receiving halves' lines"
 if grep -q "drain-timeout" "$T/stopped.err"; then fail "the stopped copy did not drain"; fi
+
+# A loop device as DST: --delta into it, and one too small (23, as without
+# --streams).
+if command -v losetup > /dev/null && [ -e /dev/loop-control ] &&
+       head -c $((64 * M)) /dev/zero > "$T/dev.img" &&
+       dev=$(losetup -f --show "$T/dev.img" 2>/dev/null); then
+    cleanup_fn losetup -d "$dev"
+    sparse_image "$T/small-src.img" 64 26
+    copy_ok --streams=3 "$T/small-src.img" "$dev" "--streams=3 into a loop device"
+    cmp "$T/small-src.img" "$dev" || fail "the --streams=3 copy into $dev differs"
+    head -c 65536 /dev/urandom | dd of="$T/small-src.img" bs=64K seek=5 conv=notrunc status=none
+    copy_ok --delta "$T/small-src.img" "$dev" "--delta into a loop device"
+    cmp "$T/small-src.img" "$dev" || fail "the --delta copy into $dev differs"
+    assert_contains "$T/err" "delta: compared=1024 blocks, sent=1 same=1023 " \
+        "--delta into $dev sent the one changed block"
+    copy_fails 23 "$dev is 67108864 bytes, smaller than the stream's image of $SIZE bytes" \
+        --streams=2 "$T/a.img" "$dev"
+else
+    echo "no loop device here (losetup or /dev/loop-control missing, or no free device): skipped that part" >&2
+fi
