@@ -20,7 +20,8 @@ remote_exit_code (int status, const char *signal, int stop_code, bool same_host)
   if (stop_code && (status == stop_code || (status < 0 && signal == NULL) ||
                     (status < 0 && g_strcmp0 (signal, sigabbrev_np (stop_code - 128)) == 0)))
     return stop_code;
-  /* Killed, it said nothing (report_halves does). */
+  /* On this host its codes are its own; killed, it said nothing, and
+   * report_halves says how it ended. */
   if (same_host)
     return status >= 0 ? status : FERRY_EXIT_REMOTE;
   /* Its export failed, and its message came through. */
