@@ -30,6 +30,7 @@
 #include "image-format.h"
 #include "message.h"
 #include "nbd-remote.h"
+#include "range-messages.h"
 #include "relay.h"
 #include "stats.h"
 
@@ -349,6 +350,10 @@ setup_local_copy (struct nbd_stream_options *o, const struct image_arg *src,
    * then refused, as for a remote copy). */
   if (o->dst_format && strcmp (o->dst_format, "raw") != 0)
     o->streams = 1;
+  /* Here the streams share the cores, not a link's windows: one a core
+   * (a 1 GiB --delta on 2 cores: 0.9-1.0 s with 2, 1.15 s with 4). */
+  if (o->delta && o->streams == 0)
+    o->streams = CLAMP (g_get_num_processors (), 2, NBD_DEFAULT_STREAMS);
   o->same_host = o->streams > 1 || o->delta;
   if (o->same_host && strcmp (dst->path, "[") == 0)
     return ferry_set_error (error, FERRY_EXIT_USAGE, "with --streams or --delta, DST is a path "
