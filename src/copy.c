@@ -334,6 +334,13 @@ run_local_copy (const struct nbd_stream_options *o)
 
 /* --- The commands. --- */
 
+/* DST is written through qemu-nbd, which takes a write lock: one writer. */
+static bool
+dst_has_one_writer (const struct nbd_stream_options *o)
+{
+  return o->dst_format && strcmp (o->dst_format, "raw") != 0;
+}
+
 /* With --streams of 2 or more, or --delta, the remote copy's ranged
  * streams and controller, its "remote" receivers run here (o->same_host). */
 static bool
@@ -348,7 +355,7 @@ setup_local_copy (struct nbd_stream_options *o, const struct image_arg *src,
   o->send = src->path;
   /* qemu-nbd takes a write lock: one writer per image (and --delta is
    * then refused, as for a remote copy). */
-  if (o->dst_format && strcmp (o->dst_format, "raw") != 0)
+  if (dst_has_one_writer (o))
     o->streams = 1;
   /* Here the streams share the cores, not a link's windows: one a core
    * (a 1 GiB --delta on 2 cores: 0.9-1.0 s with 2, 1.15 s with 4). */
@@ -400,7 +407,7 @@ setup_remote_copy (struct ferry_options *options, const struct image_arg *src,
     o->remote_image_name = *remote_name;
   /* qemu-nbd takes a write lock: one writer per image.  More streams are
    * checked by their digests: --no-verify, unless told, means one. */
-  if ((o->dst_format && strcmp (o->dst_format, "raw") != 0) ||
+  if (dst_has_one_writer (o) ||
       (o->no_verify && o->streams == 0))
     o->streams = 1;
 }
@@ -593,7 +600,7 @@ copy_main (struct ferry_options *options, char **args, int n_args)
     if (src.address && dst.address)
       ferry_set_error (&error, FERRY_EXIT_USAGE, "at most one of SRC and DST may be on "
                        "another host: %s, %s", src.text, dst.text);
-    else if (o->delta && o->dst_format && strcmp (o->dst_format, "raw") != 0)
+    else if (o->delta && dst_has_one_writer (o))
       /* qemu-nbd serves one writer, and --delta's ranges take several. */
       ferry_set_error (&error, FERRY_EXIT_USAGE, "--delta writes only a raw DST, not "
                        "--dst-format=%s", o->dst_format);
