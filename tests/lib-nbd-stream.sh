@@ -206,6 +206,36 @@ remote_copy () {  # up|down SRC DST [OPTIONS...]
 # $T/helper, the remote helper, which writes its PID (the remote ferry's:
 # it execs it) to $T/remote.pid, and appends it to $T/remote.pids (with
 # --streams, one line per remote half).
+# dst is a file, so that it keeps its bytes if nbdkit must be started again.
+slow_remote_copy_setup () {
+    truncate -s 64M "$T/slow-dst.img"
+    serve_slow_src
+    serve_slow_dst
+    cat > "$T/helper" <<HELPER
+#!/bin/sh
+echo \$\$ > "$T/remote.pid"
+echo \$\$ >> "$T/remote.pids"
+exec "$FERRY" "\$@"
+HELPER
+    chmod +x "$T/helper"
+}
+serve_slow_src () {
+    serve src --filter=delay sparse-random size=64M seed=9 percent=50 rdelay=100ms
+    slow_src_pid=$LAST_PID
+}
+serve_slow_dst () {
+    serve dst --filter=delay file "$T/slow-dst.img" wdelay=100ms
+    slow_dst_pid=$LAST_PID
+}
+# Before each copy of a scenario that cuts copies short: src and dst are
+# served (nbdkit 1.32 may abort once a client killed mid-reply is gone:
+# its pending reply comes within the 100 ms delay, hence the wait).
+slow_exports_alive () {
+    sleep 0.2
+    serve_again_if_dead src "$slow_src_pid" serve_slow_src
+    serve_again_if_dead dst "$slow_dst_pid" serve_slow_dst
+}
+
 # After remote_copy: the copy lost its ssh link within SECS s of START
 # (its $SECONDS), with exit 25 and exactly one line, which says that the
 # connection to HOST was lost (then REASON, an ERE, if given).
@@ -216,17 +246,6 @@ assert_link_lost () {  # WHAT START SECS HOST [REASON]
     assert_eq 1 "$(wc -l < "$T/remote.err")" "$1: lines ($(cat "$T/remote.err"))"
     grep -qE "^ferry: ssh connection to $4 lost: ${5:-}" "$T/remote.err" ||
         fail "$1: the line: $(cat "$T/remote.err")"
-}
-slow_remote_copy_setup () {
-    serve src --filter=delay sparse-random size=64M seed=9 percent=50 rdelay=100ms
-    serve dst --filter=delay memory size=64M wdelay=100ms
-    cat > "$T/helper" <<HELPER
-#!/bin/sh
-echo \$\$ > "$T/remote.pid"
-echo \$\$ >> "$T/remote.pids"
-exec "$FERRY" "\$@"
-HELPER
-    chmod +x "$T/helper"
 }
 
 # The remote ferries in $T/remote.pids have read or written BYTES of their

@@ -29,6 +29,7 @@ cleanup_fn thaw
 # with --keepalive=1 (up); nbd-remote-frozen-upload runs up-default, each
 # test within its timeout.
 for way in ${FROZEN_WAYS:-down up}; do
+    slow_exports_alive
     rm -f "$T/remote.pid" "$T/frozen"
     freezer &
     start=$SECONDS

@@ -21,6 +21,7 @@ killer () {
     kill -9 "$(cat "$T/remote.pid")"
 }
 for way in up down; do
+    slow_exports_alive
     rm -f "$T/remote.pid"
     killer &
     start=$SECONDS
@@ -45,6 +46,7 @@ for way in up down; do
         # What it says is complete is the source's.
         complete=$(sed -nE 's/.* complete up to offset ([0-9]+) .*/\1/p' "$T/remote.err")
         rm -f "$T/src.raw" "$T/dst.raw"
+        slow_exports_alive
         nbdcopy "$(uri src)" "$T/src.raw"
         nbdcopy "$(uri dst)" "$T/dst.raw"
         cmp -n "$complete" "$T/src.raw" "$T/dst.raw" || fail "$way: DST differs before offset $complete"
@@ -58,6 +60,7 @@ done
 # The local ferry SIGKILLed mid-upload: its local half and the remote
 # ferry end by themselves (the remote one flushes and says where the
 # destination is complete).
+slow_exports_alive
 rm -f "$T/remote.pid"
 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" --remote-helper="$T/helper" --streams=1 --nbd-send="$(uri src)" \
     --remote-nbd-receive="$(uri dst)" --request-size=256K --in-flight=256K \

@@ -22,6 +22,7 @@ resetter () {
 }
 for streams in 1 4; do
     for way in up down; do
+        slow_exports_alive
         rm -f "$T/remote.pids"
         resetter &
         start=$SECONDS

@@ -21,6 +21,7 @@ host=root@127.0.0.1:$SSHD_PORT
 # SIGINT and SIGQUIT not ignored ($DFL): PID in $pid, stderr in $T/WAY.err.
 launch_copy () {  # WAY [OPTIONS...]
     local way=$1 args; shift
+    slow_exports_alive
     rm -f "$T/remote.pid"
     if [ "$way" = up ]; then
         args=(--nbd-send="$(uri src)" --remote-nbd-receive="$(uri dst)")

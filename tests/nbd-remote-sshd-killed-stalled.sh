@@ -60,6 +60,7 @@ stall_then_kill () {  # CASE
 }
 
 for case in window-shut sender-idle; do
+    slow_exports_alive
     rm -f "$T/remote.pid" "$T/remote.pids" "$T/stall.err"
     stall_then_kill "$case" &
     stall=$!

@@ -25,6 +25,7 @@ for streams in ${STREAMS_LIST:-1 4}; do
     for way in ${WAYS:-up down}; do
         for point in 1 2 3 4 5 6 7 8 9 10; do
             what="$way, --streams=$streams, point $point"
+            slow_exports_alive
             rm -f "$T/remote.pids"
             killer "$point" &
             start=$SECONDS
@@ -44,6 +45,7 @@ for streams in ${STREAMS_LIST:-1 4}; do
             complete=$(sed -nE 's/.* is complete up to offset ([0-9]+) .*/\1/p' "$T/remote.err")
             if [ $way = down ] && [ $streams = 1 ] && [ -n "$complete" ]; then
                 rm -f "$T/src.raw" "$T/dst.raw"
+                slow_exports_alive
                 nbdcopy "$(uri src)" "$T/src.raw"
                 nbdcopy "$(uri dst)" "$T/dst.raw"
                 cmp -n "$complete" "$T/src.raw" "$T/dst.raw" || fail "$what: DST differs before offset $complete"
