@@ -33,7 +33,9 @@ our_child () {  # PID
 
 cleanup () {
     local i
-    for pid in $PIDS; do our_child "$pid" && kill "$pid" 2>/dev/null || true; done
+    # SIGCONT: a test that failed while it held a peer stopped (SIGSTOP)
+    # would wait for it forever.
+    for pid in $PIDS; do our_child "$pid" && kill "$pid" 2>/dev/null && kill -CONT "$pid" 2>/dev/null || true; done
     for pid in $PIDS; do wait "$pid" 2>/dev/null || true; done
     for ((i = ${#CLEANUP_FNS[@]} - 1; i >= 0; i--)); do
         eval "${CLEANUP_FNS[i]}" || true

@@ -6,6 +6,8 @@
 #    and a receiver given it (after SIGTERM) reports the same offset
 #    complete, where cmp of source and destination agrees; exit 128 + the
 #    signal;
+#  - the same into a full pipe, part of a record written: the rest of
+#    the record goes once there is room;
 #  - a second signal while reads are slow to end, or SIGQUIT: out at once,
 #    one line;
 #  - a signal while the server has not finished the handshake: that is
@@ -57,6 +59,41 @@ for sig in TERM INT HUP; do
     rm -f "$T/dst.raw"
     kill "$LAST_PID"
 done
+
+# Into a pipe that a stopped reader left full, part of a DATA record
+# written: SIGTERM waits for room for the rest of it, so the stream still
+# ends on a record's boundary (it ended inside the payload before).
+mkfifo "$T/pipe"
+cat "$T/pipe" > "$T/p.stream" & track $!
+reader=$!
+$DFL "$FERRY" --nbd-send="$(uri src)" > "$T/pipe" 2> "$T/err" & track $!
+sender=$!
+wait_until 10 catches_signals "$sender"
+p_stream_bigger () { [ "$(stat -c %s "$T/p.stream")" -gt "$1" ]; }
+wait_until 10 p_stream_bigger $((4 * 1024 * 1024))
+kill -STOP "$reader"
+sleep 0.5
+kill -TERM "$sender"
+sleep 0.5
+kill -0 "$sender" || fail "the stopped sender did not wait for room for its record's rest"
+kill -CONT "$reader"
+wait_rc 10 "$sender"
+assert_eq 143 "$rc" "exit code after SIGTERM, stdout full"
+wait_rc 10 "$reader"
+[[ $(tail -1 "$T/err") =~ "ferry: stopped by SIGTERM; the image was sent up to offset "([0-9]+)" ("([0-9]+)" bytes written)"$ ]] ||
+    fail "the line after SIGTERM, stdout full: $(cat "$T/err")"
+sent=${BASH_REMATCH[1]} written=${BASH_REMATCH[2]}
+assert_eq "$(stat -c %s "$T/p.stream")" "$written" "stdout full: bytes written"
+assert_eq "$sent" "$(python3 "$CHECK" applied "$T/p.stream" "$written")" \
+    "stdout full: the offset that the stream's whole records reach"
+serve dst_full memory size=$size
+set +e
+within 30 "$FERRY" --nbd-receive="$(uri dst_full)" < "$T/p.stream" 2> "$T/recv.err"
+rc=$?
+set -e
+assert_ferry_error 21 "$rc" "$T/recv.err" \
+    "stream truncated before the END record (stream byte $written, export offset $sent); $(uri dst_full) is complete up to offset $sent (flushed)"
+kill "$LAST_PID"
 
 # Reads that take 5 s each (one nbdkit thread: several would race on the
 # close, nbdkit 1.32's raw_send_socket assertion): SIGTERM waits for them,

@@ -742,6 +742,50 @@ finish_holes (struct sender *s)
                                  (intmax_t) end, g_strerror (errno)));
 }
 
+/* A stop signal (not a cut) came with a record part-written, where a
+ * full stdout took only part of a write: its rest goes out, so that the
+ * stream ends on a record's boundary, as the receiver and sent_to say.
+ * False while stdout is full; true once done or if writing failed. */
+static bool
+finish_record (struct sender *s)
+{
+  struct iovec iov[64];
+  ssize_t n;
+
+  if (s->raw || !s->stop.first || s->stop.cut)
+    return true;
+  while (s->preamble_pos > 0 && s->preamble_pos < s->preamble_len) {
+    iov[0] = (struct iovec) { s->preamble + s->preamble_pos, s->preamble_len - s->preamble_pos };
+    if (!write_out (s, iov, 1, &n))
+      return s->out_watch == NULL;
+    s->preamble_pos += n;
+    /* That was the END record: the copy is complete after all. */
+    if (s->preamble_pos == s->preamble_len && s->end_queued) {
+      s->finished = true;
+      if (s->error->code == s->stop.code)
+        g_clear_error (&s->error);
+    }
+  }
+  struct request *r = g_queue_peek_head (&s->reads.reads);
+  while (r && r->segments && r->segment < r->n_segments && r->segment_pos > 0) {
+    const struct segment *g = &r->segments[r->segment];
+    uint64_t left = g->header_len + (g->zero || g->same ? 0 : payload_length (g)) - r->segment_pos;
+    int k = fill_iov (s, r, iov, G_N_ELEMENTS (iov));
+    int used = 0;
+    for (uint64_t room = left; used < k && room > 0; used++) {
+      iov[used].iov_len = MIN (iov[used].iov_len, room);
+      room -= iov[used].iov_len;
+    }
+    if (!write_out (s, iov, used, &n))
+      return s->out_watch == NULL;
+    if (advance (s, r, n)) {
+      nbd_read_queue_pop (&s->reads);
+      break;
+    }
+  }
+  return true;
+}
+
 /* Write what is ready, in order; false if the writer must wait. */
 static bool
 write_ready (struct sender *s)
@@ -821,9 +865,9 @@ pump (gpointer data)
       write_ready (s);
   }
   /* On a failure, wait for the reads in flight (their buffers) first,
-   * unless the connections are gone. */
-  if (s->finished || (s->error && (nbd_export_in_flight (&s->export) == 0 ||
-                                   s->export.lost)))
+   * unless the connections are gone; on a stop, for the record part-written. */
+  if (s->finished || (s->error && finish_record (s) &&
+                      (nbd_export_in_flight (&s->export) == 0 || s->export.lost)))
     g_main_loop_quit (s->loop);
   return G_SOURCE_CONTINUE;
 }
@@ -849,18 +893,16 @@ mode_name (const struct sender *s)
 
 /* The first signal stops the reads and the writes at once (what was
  * written ends on a record's boundary, which the receiver reports as
- * complete), then waits for the reads in flight.  One after the END
- * record was written changes nothing. */
+ * complete: finish_record), then waits for the reads in flight.  One
+ * after the END record was written changes nothing. */
 static void
 on_signal (int signum, void *data)
 {
   struct sender *s = data;
-  g_autofree char *at = s->digest_only
-    ? g_strdup_printf ("the image was read up to offset %" PRIu64, sent_to (s))
-    : g_strdup_printf ("the image was sent up to offset %" PRIu64 " (%" PRIu64
-                       " bytes written)", sent_to (s), s->stats.wire_bytes);
 
-  switch (nbd_stream_on_signal (&s->stop, signum, s->finished, &s->error, at)) {
+  /* How far it got is said at the end (send_summary): a record
+   * part-written is finished first. */
+  switch (nbd_stream_on_signal (&s->stop, signum, s->finished, &s->error, NULL)) {
   case NBD_STREAM_SIGNAL_STATS:
     nbd_stream_print_summary (mode_name (s), &s->stats, NULL);
     break;
@@ -997,6 +1039,13 @@ send_summary (struct sender *s)
   }
   if (s->error && options->control_fd > 0 && s->error->domain == nbd_range_closed_quark ())
     nbd_range_wait_for_parent (options->control_fd);
+  if (s->error && s->stop.first && s->error->code == s->stop.code) {
+    g_autofree char *message = s->error->message;
+    s->error->message = s->digest_only
+      ? g_strdup_printf ("%s; the image was read up to offset %" PRIu64, message, sent_to (s))
+      : g_strdup_printf ("%s; the image was sent up to offset %" PRIu64 " (%" PRIu64
+                         " bytes written)", message, sent_to (s), s->stats.wire_bytes);
+  }
   if (s->error) {
     ferry_error ("%s", s->error->message);
     rc = s->error->code;
