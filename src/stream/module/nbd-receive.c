@@ -890,6 +890,11 @@ work (struct receiver *r)
       if (raw)
         finish_raw (r);
       else if (!stream_parser_eof (&r->parser)) {
+        /* The sender was stopped by the same stop, a moment before this
+         * half heard of it: the stream ends because of the stop, whose
+         * handler runs next and says how far DEST is complete. */
+        if (signal_watch_stop_pending ())
+          return;
         set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "%s",
                                      r->parser.error));
         r->truncated = true;
