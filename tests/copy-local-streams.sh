@@ -72,7 +72,8 @@ copy_fails 2 "with --streams or --delta, DST is a path or an NBD URI, not '[ CMD
 # filter keeps the copy running; small requests let it drain in time.
 small="--request-size=64K --in-flight=256K"
 truncate -s "$SIZE" "$T/slow.img"
-serve slow --filter=rate file "$T/slow.img" rate=512K
+serve_slow () { serve slow --filter=rate file "$T/slow.img" rate=512K; slow_pid=$LAST_PID; }
+serve_slow
 far () { pgrep -f -- "--nbd-receive=nbd\+unix" | head -1; }
 "$FERRY" copy --streams=2 $small "$T/a.img" "$(uri slow)" 2> "$T/killed.err" &
 copy=$!
@@ -87,6 +88,7 @@ assert_contains "$T/killed.err" "): the receiving half was killed by SIGKILL (ra
     "the line of the killed receiving half"
 
 # SIGTERM: every half stops and says how far; exit 143.
+serve_again_if_dead slow "$slow_pid" serve_slow
 "$FERRY" copy --streams=2 $small "$T/a.img" "$(uri slow)" 2> "$T/stopped.err" &
 copy=$!
 track $copy

@@ -9,7 +9,8 @@
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 start_sshd main /usr/bin:/bin
-serve src sparse-random size=16M seed=4 percent=100
+serve_src () { serve src sparse-random size=16M seed=4 percent=100; src_pid=$LAST_PID; }
+serve_src
 # DST, one for each way, logging its requests to $T/NAME.log.
 serve_dst () {  # NAME
     serve "$1" --filter=log --filter=delay sparse-random size=16M seed=3 percent=100 rdelay=1 \
@@ -80,7 +81,9 @@ done
 assert_eq 1 "$ranged" "upload: remote receivers that held range 0"
 
 # Download: the local receiver of range 0 is computing its digests when
-# its remote sender is killed.
+# its remote sender is killed.  (SRC's server may have gone with the
+# killed upload: serve_again_if_dead.)
+serve_again_if_dead src "$src_pid" serve_src
 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" --remote-helper="$T/helper-down" \
     --nbd-receive="$(uri dst-down)" --remote-nbd-send="$(uri src)" "${copy_args[@]}" 2> "$T/local.err" &
 local_pid=$!

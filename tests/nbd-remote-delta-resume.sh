@@ -9,7 +9,8 @@
 . "$(dirname "$0")/lib-nbd-stream.sh"
 start_sshd main /usr/bin:/bin
 size=$((512 * 1024 * 1024)) B=65536
-serve src --filter=delay sparse-random size=$size seed=5 percent=50 rdelay=20ms
+serve_src () { serve src --filter=delay sparse-random size=$size seed=5 percent=50 rdelay=20ms; src_pid=$LAST_PID; }
+serve_src
 serve dst memory size=$size
 cat > "$T/helper" <<HELPER
 #!/bin/sh
@@ -31,6 +32,9 @@ kill -9 "$local_pid"
 wait "$local_pid" || true
 gone () { ! pgrep -f -- "--remote-helper=$T/helper" > /dev/null && ! pgrep -f -- "^$FERRY --nbd-receive=$(uri dst)" > /dev/null; }
 wait_until 10 gone
+# The killed ferry's reads were in flight (serve_again_if_dead).
+sleep 0.2
+serve_again_if_dead src "$src_pid" serve_src
 
 block_digests () {  # NAME
     within 60 "$FERRY_BLOCK_DIGESTS" "$(uri "$1")" 0:$size > "$T/$1.digests"
