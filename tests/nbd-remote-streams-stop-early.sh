@@ -41,7 +41,8 @@ stop_copy "$pid" "$T/err" 5
 ! grep -F 'did not end within --drain-timeout' "$T/err" || fail "the drain timeout cut it"
 assert_eq 2 "$(grep -c '^ferry: stopped by SIGTERM; the image was sent up to offset ' "$T/err")" \
     "both local halves' stop lines"
-assert_contains "$T/err" "ferry: $host (stream 2): stream truncated " \
+# Its local half's STOP record tells it of the stop.
+assert_contains "$T/err" "ferry: $host (stream 2): the sender was stopped by SIGTERM; " \
     "the second remote receiver's line"
 ! pgrep -f -- "--remote-helper=$T/helper" > /dev/null || fail "a local half is left"
 gone () { for p in $(cat "$T/remote.pids"); do ! kill -0 "$p" 2> /dev/null || return 1; done; }

@@ -95,7 +95,7 @@ def applied(path, nbytes):
             kind = int.from_bytes(h[0:4], "big")
             offset, length = int.from_bytes(h[4:12], "big"), int.from_bytes(h[12:20], "big")
             pos += record + (length if kind == 1 else 0)
-            if kind == 3 or pos > nbytes:
+            if kind in (3, 9) or pos > nbytes:   # END, STOP
                 break
             end = offset + length
     return end

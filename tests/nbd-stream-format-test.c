@@ -14,7 +14,7 @@
 
 struct replay {
   GByteArray *image;          /* rebuilt: DATA copied, ZERO left zero */
-  unsigned events[STREAM_EVENT_CDATA + 1];
+  unsigned events[STREAM_EVENT_STOP + 1];
   GByteArray *packed;         /* CDATA payloads, as they came */
   char error[160];
 };
@@ -257,7 +257,7 @@ test_bad_records (void)
     uint64_t offset, length;
     const char *error;
   } cases[] = {
-    { 9, 0, B, "unknown record type 9" },
+    { 10, 0, B, "unknown record type 10" },
     { STREAM_ZERO, B, B, "record at offset 65536, expected 0" },
     { STREAM_ZERO, 0, 5 * B, "outside the export" },
     { STREAM_ZERO, 0, 0, "at offset 0 is empty (a record covers at least one byte)" },
@@ -301,6 +301,53 @@ test_bad_records (void)
   memcpy (s->data + 32, &crc, 4);
   expect_error (s, "unsupported stream version 2");
   g_byte_array_unref (s);
+}
+
+/* A stopped sender's stream: whole records, then STOP with the signal's
+ * number at the next record's offset; the parser reports the stop at the
+ * end, not a truncation, and refuses a STOP out of place, with no signal,
+ * or followed by anything. */
+static void
+test_stop (void)
+{
+  uint64_t size = 4 * B;
+  g_autofree uint8_t *image = make_image (size);
+  struct stream_header h = { STREAM_FLAG_DIGEST, size, B };
+  uint8_t rec[STREAM_RECORD_SIZE];
+  struct {
+    uint64_t offset, signum;
+    const char *extra;
+    const char *error;
+  } cases[] = {
+    { B, 15, NULL, "the sender was stopped by signal 15 (stream byte" },
+    { 0, 15, NULL, "STOP at offset 0, expected 65536" },
+    { B, 0, NULL, "STOP record with signal 0" },
+    { B, 65, NULL, "STOP record with signal 65" },
+    { B, 2, "x", "1 unexpected bytes after the STOP record" },
+  };
+
+  for (size_t i = 0; i < G_N_ELEMENTS (cases); i++) {
+    GByteArray *s = g_byte_array_new ();
+    g_byte_array_set_size (s, STREAM_HEADER_SIZE);
+    stream_encode_header (s->data, &h);
+    stream_encode_record (rec, STREAM_DATA, 0, B);
+    g_byte_array_append (s, rec, sizeof rec);
+    g_byte_array_append (s, image, B);
+    stream_encode_record (rec, STREAM_STOP, cases[i].offset, cases[i].signum);
+    g_byte_array_append (s, rec, sizeof rec);
+    if (cases[i].extra)
+      g_byte_array_append (s, (const uint8_t *) cases[i].extra, strlen (cases[i].extra));
+    expect_error (s, cases[i].error);
+    if (i == 0) {
+      /* What came before the STOP was applied; the STOP was seen once. */
+      struct replay r;
+      g_assert_false (replay (s->data, s->len, 7, &r));
+      g_assert_cmpuint (r.events[STREAM_EVENT_STOP], ==, 1);
+      g_assert_cmpmem (r.image->data, B, image, B);
+      replay_free (&r);
+    }
+    g_byte_array_unref (s);
+  }
 }
 
 /* SAME records leave the destination as it was (the replay's 0xAA), and
@@ -495,5 +542,6 @@ main (int argc, char **argv)
   g_test_add_func ("/nbd-stream/delta-roundtrip", test_delta_roundtrip);
   g_test_add_func ("/nbd-stream/delta-bad-records", test_delta_bad_records);
   g_test_add_func ("/nbd-stream/cdata", test_cdata);
+  g_test_add_func ("/nbd-stream/stop", test_stop);
   return g_test_run ();
 }

@@ -30,7 +30,7 @@ peer_case ready-length 21 "ferry: a READY at offset 0, length 1 on the stream's 
 peer_case unaligned 21 "ferry: a request for the range [4096, +65536) of an export of 8388608 bytes: not inside it, not on 65536-byte blocks"
 peer_case outside 21 "ferry: a request for the range [8323072, +131072) of an export of 8388608 bytes: not inside it"
 # It wrote 4 MiB of records with unset headers after the stop (review h16q).
-peer_case delta-stop 143 "ferry: stopped by SIGTERM; the image was sent up to offset 0 (60 bytes written)" --delta
+peer_case delta-stop 143 "ferry: stopped by SIGTERM; the image was sent up to offset 0 (84 bytes written)" --delta
 peer_case delta-short 21 "ferry: digests for [0, 480 bytes of digests), expected the range at 0 (512)" --delta
 
 stream_case () {  # CASE RC TEXT [RECEIVE_OPTIONS...]

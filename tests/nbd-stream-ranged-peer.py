@@ -54,6 +54,7 @@ import sys
 
 BLOCK = 65536
 READY, REQUEST, DIGESTS = 8, 6, 7
+STOP = 9
 DATA, ZERO, END, RANGE, RANGE_END = 1, 2, 3, 4, 5
 SAME, CDATA = 16, 17
 DIGEST_FLAG, DELTA_FLAG, COMPRESS_FLAG = 1, 2, 4
@@ -143,8 +144,11 @@ def sender_peer(case, argv):
         assert kind == RANGE, kind
         time.sleep(0.5)     # ferry waits for DEST's digests
         ferry.send_signal(signal.SIGTERM)
+        # Only the STOP record, at the range's start, with SIGTERM's number.
         rest = out.read()
-        assert rest == b"", "%d bytes after the RANGE record" % len(rest)
+        assert len(rest) == 24, "%d bytes after the RANGE record" % len(rest)
+        kind, offset, length = struct.unpack(">IQQ", rest[:20])
+        assert (kind, offset, length) == (STOP, 0, signal.SIGTERM), (kind, offset, length)
         return ferry.wait(timeout=10)
     elif case == "delta-short":
         kind, offset, length = struct.unpack(">IQQ", read_exact(out, 24)[:20])

@@ -280,6 +280,25 @@ parse_ranged_record (struct stream_parser *p, struct stream_event *ev, uint32_t 
   return parse_image_record (p, ev, type, offset, length, p->range_end);
 }
 
+/* STOP: wherever a record may start, in or out of a range. */
+static size_t
+parse_stop (struct stream_parser *p, struct stream_event *ev, uint64_t offset,
+            uint64_t signum)
+{
+  if (offset != p->next_offset)
+    return fail (p, ev, "STOP at offset %" PRIu64 ", expected %" PRIu64, offset,
+                 p->next_offset);
+  if (signum == 0 || signum > 64)
+    return fail (p, ev, "STOP record with signal %" PRIu64, signum);
+  p->have = 0;
+  p->stop_signal = signum;
+  p->state = STREAM_IN_STOPPED;
+  ev->kind = STREAM_EVENT_STOP;
+  ev->offset = offset;
+  ev->length = signum;
+  return 0;
+}
+
 static size_t
 parse_record (struct stream_parser *p, struct stream_event *ev)
 {
@@ -294,6 +313,8 @@ parse_record (struct stream_parser *p, struct stream_event *ev)
     return fail (p, ev, "SAME record in a stream without the DELTA flag");
   if (type == STREAM_CDATA && !(p->header.flags & STREAM_FLAG_COMPRESS))
     return fail (p, ev, "CDATA record in a stream without the COMPRESS flag");
+  if (type == STREAM_STOP)
+    return parse_stop (p, ev, offset, length);
   if (p->ranged)
     return parse_ranged_record (p, ev, type, offset, length);
   if (type != STREAM_DATA && type != STREAM_ZERO && type != STREAM_END &&
@@ -467,7 +488,9 @@ stream_parser_feed (struct stream_parser *p, const uint8_t *buf, size_t len,
       return buf - start;
     }
     case STREAM_IN_DONE:
-      fail (p, ev, "%zu unexpected bytes after the END record", len);
+    case STREAM_IN_STOPPED:
+      fail (p, ev, "%zu unexpected bytes after the %s record", len,
+            p->state == STREAM_IN_DONE ? "END" : "STOP");
       return buf - start;
     case STREAM_IN_FAILED:
       ev->kind = STREAM_EVENT_ERROR;
@@ -486,7 +509,9 @@ stream_parser_eof (struct stream_parser *p)
 
   if (p->state == STREAM_IN_DONE)
     return true;
-  if (p->state != STREAM_IN_FAILED) {
+  if (p->state == STREAM_IN_STOPPED)
+    fail (p, &ev, "the sender was stopped by signal %" PRIu32, p->stop_signal);
+  else if (p->state != STREAM_IN_FAILED) {
     const char *where = p->state == STREAM_IN_HEADER ? "in the stream header"
                       : p->state == STREAM_IN_PAYLOAD && p->packed_length
                       ? "in a CDATA payload"

@@ -38,6 +38,9 @@ enum stream_record_type {
   STREAM_REQUEST = 6,
   STREAM_DIGESTS = 7,
   STREAM_READY = 8,
+  /* A sender stopped by a signal: the stream ends here, on a record's
+   * boundary (length: the signal's number). */
+  STREAM_STOP = 9,
   /* Delta streams. */
   STREAM_SAME = 16,           /* the destination already holds these blocks */
   /* Compressed streams. */
@@ -90,6 +93,7 @@ enum stream_event_kind {
   STREAM_EVENT_ERROR,         /* parser->error says what and where; sticky */
   STREAM_EVENT_SAME,          /* a SAME record (delta streams) */
   STREAM_EVENT_CDATA,         /* a piece of a CDATA record's compressed payload */
+  STREAM_EVENT_STOP,          /* a STOP record: @offset, and @length the signal */
 };
 
 struct stream_event {
@@ -110,6 +114,7 @@ enum stream_parser_state {
   STREAM_IN_PAYLOAD,          /* passing a DATA or CDATA payload through */
   STREAM_IN_END_BODY,         /* collecting the END body */
   STREAM_IN_DONE,             /* END seen: any further byte is an error */
+  STREAM_IN_STOPPED,          /* STOP seen: the same */
   STREAM_IN_FAILED,
 };
 
@@ -133,6 +138,7 @@ struct stream_parser {
   uint64_t range_end;         /* the open range's end */
   bool allow_delta;           /* set by the user before feeding: accept the
                                  DELTA flag (else refused like unknown flags) */
+  uint32_t stop_signal;       /* a STOP record's signal; 0 before one */
 };
 
 void stream_parser_init (struct stream_parser *p);
@@ -145,7 +151,8 @@ size_t stream_parser_feed (struct stream_parser *p, const uint8_t *buf, size_t l
                            struct stream_event *ev);
 
 /* The input has ended: true if the stream was complete (END seen), else
- * the parser fails with a message about truncation. */
+ * the parser fails with a message about truncation (or, after STOP, about
+ * the stop). */
 bool stream_parser_eof (struct stream_parser *p);
 
 #endif

@@ -656,6 +656,22 @@ finish_unpack (struct receiver *r)
   return true;
 }
 
+/* A STOP record: this half stops as a stop signal would stop it, with
+ * the sender's signal for its exit code (a signal of its own may follow:
+ * the same stop). */
+static void
+stop_with_sender (struct receiver *r, uint64_t signum)
+{
+  const char *abbrev = sigabbrev_np (signum);
+
+  if (abbrev)
+    set_failure (r, g_error_new (FERRY_ERROR, 128 + signum, "the sender was stopped by SIG%s",
+                                 abbrev));
+  else
+    set_failure (r, g_error_new (FERRY_ERROR, 128 + signum, "the sender was stopped by "
+                                 "signal %" PRIu64, signum));
+}
+
 /* Parse the buffered input up to one event and act on it. */
 static void
 consume_stream (struct receiver *r)
@@ -716,6 +732,9 @@ consume_stream (struct receiver *r)
     break;
   case STREAM_EVENT_RANGE_END:
     end_range (r);
+    break;
+  case STREAM_EVENT_STOP:
+    stop_with_sender (r, ev.length);
     break;
   case STREAM_EVENT_ERROR:
     set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "%s", r->parser.error));

@@ -114,6 +114,7 @@ struct sender {
   uint8_t preamble[STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE];  /* header or END */
   size_t preamble_len, preamble_pos;
   bool end_queued;            /* the END record is in the preamble */
+  bool stop_queued;           /* the STOP record is (end_on_stop) */
 
   struct blkhash hash;
   bool hashing;
@@ -742,25 +743,28 @@ finish_holes (struct sender *s)
                                  (intmax_t) end, g_strerror (errno)));
 }
 
-/* A stop signal (not a cut) came with a record part-written, where a
- * full stdout took only part of a write: its rest goes out, so that the
- * stream ends on a record's boundary, as the receiver and sent_to say.
- * False while stdout is full; true once done or if writing failed. */
+/* A stop signal (not a cut): the record part-written, where a full
+ * stdout took only part of a write, is finished, and so is a RANGE,
+ * RANGE_END or END record queued, so that the stream ends on a record's
+ * boundary at sent_to; then a STOP record tells the receiver, which stops
+ * as this half did.  Nothing before the stream's header went out (the
+ * receiver would open DEST only to stop).  False while stdout is full;
+ * true once done or if writing failed. */
 static bool
-finish_record (struct sender *s)
+end_on_stop (struct sender *s)
 {
   struct iovec iov[64];
   ssize_t n;
 
-  if (s->raw || !s->stop.first || s->stop.cut)
+  if (s->raw || s->digest_only || !s->stop.first || s->stop.cut || s->stats.wire_bytes == 0)
     return true;
-  while (s->preamble_pos > 0 && s->preamble_pos < s->preamble_len) {
+  while (s->preamble_pos < s->preamble_len) {
     iov[0] = (struct iovec) { s->preamble + s->preamble_pos, s->preamble_len - s->preamble_pos };
     if (!write_out (s, iov, 1, &n))
       return s->out_watch == NULL;
     s->preamble_pos += n;
     /* That was the END record: the copy is complete after all. */
-    if (s->preamble_pos == s->preamble_len && s->end_queued) {
+    if (s->preamble_pos == s->preamble_len && s->end_queued && !s->stop_queued) {
       s->finished = true;
       if (s->error->code == s->stop.code)
         g_clear_error (&s->error);
@@ -782,6 +786,13 @@ finish_record (struct sender *s)
       nbd_read_queue_pop (&s->reads);
       break;
     }
+  }
+  if (!s->stop_queued && !s->finished) {
+    stream_encode_record (s->preamble, STREAM_STOP, sent_to (s), s->stop.code - 128);
+    s->preamble_len = STREAM_RECORD_SIZE;
+    s->preamble_pos = 0;
+    s->stop_queued = true;
+    return end_on_stop (s);
   }
   return true;
 }
@@ -866,7 +877,7 @@ pump (gpointer data)
   }
   /* On a failure, wait for the reads in flight (their buffers) first,
    * unless the connections are gone; on a stop, for the record part-written. */
-  if (s->finished || (s->error && finish_record (s) &&
+  if (s->finished || (s->error && end_on_stop (s) &&
                       (nbd_export_in_flight (&s->export) == 0 || s->export.lost)))
     g_main_loop_quit (s->loop);
   return G_SOURCE_CONTINUE;
@@ -893,7 +904,7 @@ mode_name (const struct sender *s)
 
 /* The first signal stops the reads and the writes at once (what was
  * written ends on a record's boundary, which the receiver reports as
- * complete: finish_record), then waits for the reads in flight.  One
+ * complete: end_on_stop), then waits for the reads in flight.  One
  * after the END record was written changes nothing. */
 static void
 on_signal (int signum, void *data)
