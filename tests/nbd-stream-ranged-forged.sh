@@ -52,6 +52,8 @@ stream_case delta-good 21 "a delta stream (flag DELTA), which this reader was no
 # A version 1 delta (SAME outside any range) crashed a --ranged --delta receiver.
 stream_case delta-v1 21 "ferry: a delta stream of version 1: ferry applies a delta only in the ranged stream" --ranged --delta
 stream_case delta-outside 21 "record [0, +196608) outside the export of 131072 bytes" --ranged --delta
+# A STOP is taken while DEST's digests are computed: no digests wait for it.
+stream_case delta-stop 143 "ferry: the sender was stopped by SIGTERM; in the range at offset 0 (131072 bytes), $(uri dst) is complete up to offset 0 (flushed)" --ranged --delta
 # DST holds the good case's range: SAME records leave it.
 nbdcopy "$(uri dst)" "$T/before.raw"
 stream_case delta-good 0 "" --ranged --delta

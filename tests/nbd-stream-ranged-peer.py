@@ -228,6 +228,9 @@ def forged_stream(case, size):
         s = header(size, flags=DIGEST_FLAG | DELTA_FLAG) + record(RANGE, 0, length)
         if case == "delta-outside":
             s += record(SAME, 0, 3 * BLOCK)
+        elif case == "delta-stop":
+            # Stopped while the receiver computes DEST's digests.
+            s += record(STOP, 0, signal.SIGTERM)
         else:
             s += record(SAME, 0, BLOCK) + record(SAME, BLOCK, BLOCK)
             s += record(RANGE_END, length, 68) + end_body(0, 0, 0, 0, digest)

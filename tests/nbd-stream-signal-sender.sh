@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # A sender (and --nbd-digest) stopped by a signal:
-#  - SIGTERM, SIGINT, SIGHUP: it reads no more and writes no more, waits
-#    for the reads in flight, and says how far it sent: the stream it wrote
+#  - SIGTERM, SIGINT, SIGHUP: it reads no more and starts no more records,
+#    waits for the reads in flight, and says how far it sent: the stream it wrote
 #    (a regular file here) holds whole records up to exactly that offset,
 #    then a STOP record, and a receiver given it (after SIGTERM) says that
 #    the sender was stopped and reports the same offset complete, where
 #    cmp of source and destination agrees; exit 128 + the signal;
 #  - the same into a full pipe, part of a record written: the rest of
-#    the record goes once there is room;
+#    the record goes once there is room, for up to 5 s;
 #  - a second signal while reads are slow to end, or SIGQUIT: out at once,
 #    one line;
 #  - a signal while the server has not finished the handshake: that is
@@ -97,6 +97,27 @@ assert_ferry_error 143 "$rc" "$T/recv.err" \
     "ferry: the sender was stopped by SIGTERM; $(uri dst_full) is complete up to offset $sent (flushed)"
 kill "$LAST_PID"
 
+# A reader that never reads again: the stopped sender gives up waiting
+# for room after 5 s, and ends with its line all the same.
+mkfifo "$T/pipe2"
+cat "$T/pipe2" > /dev/null & track $!
+reader=$!
+$DFL "$FERRY" --nbd-send="$(uri src)" > "$T/pipe2" 2> "$T/err" & track $!
+sender=$!
+wait_until 10 catches_signals "$sender"
+sleep 0.5
+kill -STOP "$reader"
+sleep 0.5
+kill -TERM "$sender"
+start=$SECONDS
+wait_rc 15 "$sender"
+assert_eq 143 "$rc" "exit code after SIGTERM, stdout never read"
+[ $((SECONDS - start)) -ge 4 ] && [ $((SECONDS - start)) -le 8 ] ||
+    fail "stdout never read: ended after $((SECONDS - start)) s, not 5"
+grep -qE "^ferry: stopped by SIGTERM; the image was sent up to offset [0-9]+ \([0-9]+ bytes written\)$" "$T/err" ||
+    fail "the line after SIGTERM, stdout never read: $(cat "$T/err")"
+kill -CONT "$reader"
+
 # Reads that take 5 s each (one nbdkit thread: several would race on the
 # close, nbdkit 1.32's raw_send_socket assertion): SIGTERM waits for them,
 # a SIGINT after it, or SIGQUIT alone, does not.
@@ -105,7 +126,11 @@ for sigs in "TERM INT" QUIT; do
     start_sender slow
     wait_until 10 stream_bigger 0      # connected: the stream's header is out
     start=$(now_ms)
-    for sig in $sigs; do kill -"$sig" "$sender"; sleep 0.3; done
+    # The second signal once the first one's STOP record is out.
+    for sig in $sigs; do
+        kill -"$sig" "$sender"
+        [ "$sig" != TERM ] || wait_until 5 stream_bigger 36
+    done
     wait_rc 10 "$sender"
     took=$(($(now_ms) - start))
     case $sigs in

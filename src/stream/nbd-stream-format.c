@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <signal.h>
 #include <string.h>
 
 /* CRC32C, reflected polynomial 0x82F63B78, one table built on first use.
@@ -288,8 +289,10 @@ parse_stop (struct stream_parser *p, struct stream_event *ev, uint64_t offset,
   if (offset != p->next_offset)
     return fail (p, ev, "STOP at offset %" PRIu64 ", expected %" PRIu64, offset,
                  p->next_offset);
-  if (signum == 0 || signum > 64)
-    return fail (p, ev, "STOP record with signal %" PRIu64, signum);
+  /* What a sender stops for (SIGQUIT cuts it, with no STOP). */
+  if (signum != SIGHUP && signum != SIGINT && signum != SIGTERM)
+    return fail (p, ev, "STOP record with signal %" PRIu64 ", not SIGHUP, SIGINT or SIGTERM",
+                 signum);
   p->have = 0;
   p->stop_signal = signum;
   p->state = STREAM_IN_STOPPED;
@@ -510,7 +513,7 @@ stream_parser_eof (struct stream_parser *p)
   if (p->state == STREAM_IN_DONE)
     return true;
   if (p->state == STREAM_IN_STOPPED)
-    fail (p, &ev, "the sender was stopped by signal %" PRIu32, p->stop_signal);
+    fail (p, &ev, "the sender was stopped by SIG%s", sigabbrev_np (p->stop_signal));
   else if (p->state != STREAM_IN_FAILED) {
     const char *where = p->state == STREAM_IN_HEADER ? "in the stream header"
                       : p->state == STREAM_IN_PAYLOAD && p->packed_length

@@ -39,7 +39,7 @@ enum stream_record_type {
   STREAM_DIGESTS = 7,
   STREAM_READY = 8,
   /* A sender stopped by a signal: the stream ends here, on a record's
-   * boundary (length: the signal's number). */
+   * boundary (length: the signal's number, SIGHUP, SIGINT or SIGTERM). */
   STREAM_STOP = 9,
   /* Delta streams. */
   STREAM_SAME = 16,           /* the destination already holds these blocks */

@@ -360,7 +360,7 @@ nbd_stream_record_summary (const struct nbd_stream_stats *st, const char *digest
 
 enum nbd_stream_signal
 nbd_stream_on_signal (struct nbd_stream_stop *stop, int signum, bool complete,
-                      GError **error, const char *where)
+                      GError **error)
 {
   const char *name = signal_watch_name (signum);
   bool first = stop->first == NULL;
@@ -388,8 +388,7 @@ nbd_stream_on_signal (struct nbd_stream_stop *stop, int signum, bool complete,
   if ((*error == NULL || (*error)->code == stop->code) &&
       !(action == NBD_STREAM_SIGNAL_STOP && complete)) {
     g_clear_error (error);
-    *error = g_error_new (FERRY_ERROR, stop->code, "%s%s%s", why, where ? "; " : "",
-                          where ? where : "");
+    *error = g_error_new (FERRY_ERROR, stop->code, "%s", why);
   }
   return action;
 }

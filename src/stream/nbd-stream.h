@@ -145,12 +145,11 @@ struct nbd_stream_stop {
 
 /* What @signum asks for.  For STOP and CUT, *@error (if NULL, or a
  * signal's before) becomes "stopped by SIGTERM" or "stopped by SIGTERM,
- * then SIGINT: exiting at once", with @stop->code, and then "; @where"
- * (how far the copy got) if not NULL.  A STOP once the copy is @complete
- * (only its end is left) sets no error. */
+ * then SIGINT: exiting at once", with @stop->code (each half says how far
+ * it got at its end).  A STOP once the copy is @complete (only its end is
+ * left) sets no error. */
 enum nbd_stream_signal nbd_stream_on_signal (struct nbd_stream_stop *stop, int signum,
-                                             bool complete, GError **error,
-                                             const char *where);
+                                             bool complete, GError **error);
 
 /* The -v summary (nbd-stream.c). */
 void nbd_stream_print_summary (const char *mode, const struct nbd_stream_stats *stats,

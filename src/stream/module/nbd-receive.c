@@ -656,20 +656,14 @@ finish_unpack (struct receiver *r)
   return true;
 }
 
-/* A STOP record: this half stops as a stop signal would stop it, with
- * the sender's signal for its exit code (a signal of its own may follow:
- * the same stop). */
+/* A STOP record (SIGHUP, SIGINT or SIGTERM, the parser checked): this
+ * half stops as the signal would stop it, with its exit code (a signal of
+ * its own may follow: the same stop, said as "stopped by SIGTERM"). */
 static void
-stop_with_sender (struct receiver *r, uint64_t signum)
+stop_with_sender (struct receiver *r, int signum)
 {
-  const char *abbrev = sigabbrev_np (signum);
-
-  if (abbrev)
-    set_failure (r, g_error_new (FERRY_ERROR, 128 + signum, "the sender was stopped by SIG%s",
-                                 abbrev));
-  else
-    set_failure (r, g_error_new (FERRY_ERROR, 128 + signum, "the sender was stopped by "
-                                 "signal %" PRIu64, signum));
+  set_failure (r, g_error_new (FERRY_ERROR, 128 + signum, "the sender was stopped by %s",
+                               signal_watch_name (signum)));
 }
 
 /* Parse the buffered input up to one event and act on it. */
@@ -860,7 +854,8 @@ read_input (struct receiver *r)
 }
 
 /* --delta: the range's records wait for DEST's digests, all but the
- * RANGE record that a local half's request brings.  The sender sends
+ * RANGE record that a local half's request brings, and a STOP (the
+ * sender sends nothing more, and waits for no digests).  The sender sends
  * nothing more until it has the digests, so stdin is read meanwhile: a
  * sender that went away is noticed at once, not after the range's reads. */
 static bool
@@ -872,10 +867,11 @@ waits_for_digests (const struct receiver *r)
 
   if (!r->dest_pending || r->input_pos == r->input_len)
     return false;
-  return !(p->state == STREAM_IN_RECORD && p->have == 0 && !p->in_range &&
-           r->input_len - r->input_pos >= STREAM_RECORD_SIZE &&
-           stream_decode_record (r->in_data + r->input_pos, &type, &offset, &length) &&
-           type == STREAM_RANGE);
+  if (!(p->state == STREAM_IN_RECORD && p->have == 0 &&
+        r->input_len - r->input_pos >= STREAM_RECORD_SIZE &&
+        stream_decode_record (r->in_data + r->input_pos, &type, &offset, &length)))
+    return true;
+  return !((type == STREAM_RANGE && !p->in_range) || type == STREAM_STOP);
 }
 
 static void retire (struct receiver *r);
@@ -911,7 +907,8 @@ work (struct receiver *r)
       else if (!stream_parser_eof (&r->parser)) {
         /* The sender was stopped by the same stop, a moment before this
          * half heard of it: the stream ends because of the stop, whose
-         * handler runs next and says how far DEST is complete. */
+         * handler runs next and says how far DEST is complete.  (Only a
+         * signal's handler sets stop_pending, and nothing clears it.) */
         if (signal_watch_stop_pending ())
           return;
         set_failure (r, g_error_new (FERRY_ERROR, FERRY_EXIT_STREAM, "%s",
@@ -1006,7 +1003,7 @@ on_signal (int signum, void *data)
 {
   struct receiver *r = data;
 
-  switch (nbd_stream_on_signal (&r->stop, signum, r->end_seen, &r->error, NULL)) {
+  switch (nbd_stream_on_signal (&r->stop, signum, r->end_seen, &r->error)) {
   case NBD_STREAM_SIGNAL_STATS:
     nbd_stream_print_summary ("receive", &r->stats, NULL);
     break;

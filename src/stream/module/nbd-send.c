@@ -115,6 +115,8 @@ struct sender {
   size_t preamble_len, preamble_pos;
   bool end_queued;            /* the END record is in the preamble */
   bool stop_queued;           /* the STOP record is (end_on_stop) */
+  GSource *stop_timer;        /* after a stop: STOP_WRITE_SECONDS */
+  bool stop_wait_over;        /* ...have passed: end_on_stop writes no more */
 
   struct blkhash hash;
   bool hashing;
@@ -158,6 +160,12 @@ struct sender {
 };
 
 static const uint8_t zeros[ZEROS_SIZE];
+
+/* How long a stopped sender waits for room on stdout to end its stream
+ * on a record's boundary and with STOP: a reader that stopped reading
+ * must not keep it for good (the stream then ends where it stands), and a
+ * remote copy's --drain-timeout (10 s) leaves it the time. */
+#define STOP_WRITE_SECONDS 5
 
 static void
 schedule_pump (struct sender *s)
@@ -743,20 +751,22 @@ finish_holes (struct sender *s)
                                  (intmax_t) end, g_strerror (errno)));
 }
 
-/* A stop signal (not a cut): the record part-written, where a full
- * stdout took only part of a write, is finished, and so is a RANGE,
- * RANGE_END or END record queued, so that the stream ends on a record's
- * boundary at sent_to; then a STOP record tells the receiver, which stops
- * as this half did.  Nothing before the stream's header went out (the
- * receiver would open DEST only to stop).  False while stdout is full;
- * true once done or if writing failed. */
+/* A stop signal (not a cut) that is the failure to report: the record
+ * part-written, where a full stdout took only part of a write, is
+ * finished, and so is a RANGE, RANGE_END or END record queued, so that
+ * the stream ends on a record's boundary at sent_to; then a STOP record
+ * tells the receiver, which stops as this half did.  Nothing before the
+ * stream's header went out (the receiver would open DEST only to stop),
+ * and nothing once STOP_WRITE_SECONDS have passed.  False while stdout
+ * is full; true once done or if writing failed. */
 static bool
 end_on_stop (struct sender *s)
 {
   struct iovec iov[64];
   ssize_t n;
 
-  if (s->raw || s->digest_only || !s->stop.first || s->stop.cut || s->stats.wire_bytes == 0)
+  if (s->raw || s->digest_only || !s->stop.first || s->stop.cut || s->stop_wait_over ||
+      s->stats.wire_bytes == 0 || !s->error || s->error->code != s->stop.code)
     return true;
   while (s->preamble_pos < s->preamble_len) {
     iov[0] = (struct iovec) { s->preamble + s->preamble_pos, s->preamble_len - s->preamble_pos };
@@ -902,10 +912,21 @@ mode_name (const struct sender *s)
   return s->digest_only ? "digest" : "send";
 }
 
-/* The first signal stops the reads and the writes at once (what was
- * written ends on a record's boundary, which the receiver reports as
- * complete: end_on_stop), then waits for the reads in flight.  One
- * after the END record was written changes nothing. */
+static gboolean
+on_stop_wait_over (gpointer data)
+{
+  struct sender *s = data;
+
+  g_clear_pointer (&s->stop_timer, gsource_release);
+  s->stop_wait_over = true;
+  schedule_pump (s);
+  return G_SOURCE_REMOVE;
+}
+
+/* The first signal stops the reads, and the writes once the stream ends
+ * on a record's boundary with STOP (end_on_stop), which the receiver
+ * reports as complete; then it waits for the reads in flight.  One after
+ * the END record was written changes nothing. */
 static void
 on_signal (int signum, void *data)
 {
@@ -913,11 +934,13 @@ on_signal (int signum, void *data)
 
   /* How far it got is said at the end (send_summary): a record
    * part-written is finished first. */
-  switch (nbd_stream_on_signal (&s->stop, signum, s->finished, &s->error, NULL)) {
+  switch (nbd_stream_on_signal (&s->stop, signum, s->finished, &s->error)) {
   case NBD_STREAM_SIGNAL_STATS:
     nbd_stream_print_summary (mode_name (s), &s->stats, NULL);
     break;
   case NBD_STREAM_SIGNAL_STOP:
+    if (!s->stop_timer)
+      s->stop_timer = gsource_timer_new (STOP_WRITE_SECONDS, on_stop_wait_over, s);
     schedule_pump (s);
     break;
   case NBD_STREAM_SIGNAL_CUT:
@@ -1028,6 +1051,7 @@ run_send (struct sender *s)
   gsource_release (kick);
   if (s->out_watch)
     gsource_release (s->out_watch);
+  g_clear_pointer (&s->stop_timer, gsource_release);
   nbd_range_input_clear (&s->back);
   nbd_range_input_clear (&s->control);
   restore_stdout (s);
