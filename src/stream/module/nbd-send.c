@@ -776,8 +776,7 @@ end_on_stop (struct sender *s)
     /* That was the END record: the copy is complete after all. */
     if (s->preamble_pos == s->preamble_len && s->end_queued && !s->stop_queued) {
       s->finished = true;
-      if (s->error->code == s->stop.code)
-        g_clear_error (&s->error);
+      g_clear_error (&s->error);
     }
   }
   struct request *r = g_queue_peek_head (&s->reads.reads);
