@@ -16,14 +16,17 @@ host=root@127.0.0.1:$SSHD_PORT
 # The second remote receiver gets its stream only at the stream's end: it
 # keeps the header, and the rest, until the local half has gone.  The
 # first header to come is stream 1's: stream 2's local half goes only once
-# stream 1's remote receiver has answered.  (A sender writes only its
-# header before the answer, so head(1) reads no more than that.)
+# stream 1's remote receiver has answered.  (dd reads the header's 36
+# bytes and no more: head(1) may read ahead, and the STOP record that
+# follows the header at the stop must reach the receiver.  A pipeline's
+# exec replaces only its subshell: the first helper exits after it.)
 cat > "$T/helper" <<HELPER
 #!/bin/bash
 echo \$\$ >> "$T/remote.pids"
-head -c 36 > "$T/header-\$\$"
+dd bs=36 count=1 iflag=fullblock status=none > "$T/header-\$\$"
 if mkdir "$T/first" 2> /dev/null; then
     { cat "$T/header-\$\$"; exec cat; } | exec "$FERRY" "\$@"
+    exit
 fi
 { touch "$T/header-read"; cat > "$T/rest"
   cat "$T/header-\$\$" "$T/rest"; } | exec "$FERRY" "\$@"
