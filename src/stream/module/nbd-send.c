@@ -490,15 +490,21 @@ fill_iov (struct sender *s, struct request *r, struct iovec *iov, int max)
   return n;
 }
 
+/* The bytes that @g puts on the stream: its record (header and payload),
+ * or with --raw its image bytes. */
+static uint64_t
+segment_wire_length (const struct sender *s, const struct segment *g)
+{
+  return (s->raw ? 0 : g->header_len) +
+         (s->raw || (!g->zero && !g->same) ? payload_length (g) : 0);
+}
+
 /* Move the writer position of @r on by @n bytes; true when all written. */
 static bool
 advance (struct sender *s, struct request *r, uint64_t n)
 {
   while (r->segment < r->n_segments) {
-    struct segment *g = &r->segments[r->segment];
-    uint64_t total = (s->raw ? 0 : g->header_len) +
-                     (s->raw || (!g->zero && !g->same) ? payload_length (g) : 0);
-    uint64_t left = total - r->segment_pos;
+    uint64_t left = segment_wire_length (s, &r->segments[r->segment]) - r->segment_pos;
     if (n < left) {
       r->segment_pos += n;
       return false;
@@ -751,6 +757,23 @@ finish_holes (struct sender *s)
                                  (intmax_t) end, g_strerror (errno)));
 }
 
+/* Write the rest of the preamble; false when stdout is full (a watch is
+ * set) or failed. */
+static bool
+write_preamble (struct sender *s)
+{
+  struct iovec iov;
+  ssize_t n;
+
+  while (s->preamble_pos < s->preamble_len) {
+    iov = (struct iovec) { s->preamble + s->preamble_pos, s->preamble_len - s->preamble_pos };
+    if (!write_out (s, &iov, 1, &n))
+      return false;
+    s->preamble_pos += n;
+  }
+  return true;
+}
+
 /* A stop signal (not a cut) that is the failure to report: the record
  * part-written, where a full stdout took only part of a write, is
  * finished, and so is a RANGE, RANGE_END or END record queued, so that
@@ -768,21 +791,17 @@ end_on_stop (struct sender *s)
   if (s->raw || s->digest_only || !s->stop.first || s->stop.cut || s->stop_wait_over ||
       s->stats.wire_bytes == 0 || !s->error || s->error->code != s->stop.code)
     return true;
-  while (s->preamble_pos < s->preamble_len) {
-    iov[0] = (struct iovec) { s->preamble + s->preamble_pos, s->preamble_len - s->preamble_pos };
-    if (!write_out (s, iov, 1, &n))
-      return s->out_watch == NULL;
-    s->preamble_pos += n;
-    /* That was the END record: the copy is complete after all. */
-    if (s->preamble_pos == s->preamble_len && s->end_queued && !s->stop_queued) {
-      s->finished = true;
-      g_clear_error (&s->error);
-    }
+  if (!write_preamble (s))
+    return s->out_watch == NULL;
+  /* The END record went out: the copy is complete after all. */
+  if (s->end_queued && !s->stop_queued) {
+    s->finished = true;
+    g_clear_error (&s->error);
+    return true;
   }
   struct request *r = g_queue_peek_head (&s->reads.reads);
   while (r && r->segments && r->segment < r->n_segments && r->segment_pos > 0) {
-    const struct segment *g = &r->segments[r->segment];
-    uint64_t left = g->header_len + (g->zero || g->same ? 0 : payload_length (g)) - r->segment_pos;
+    uint64_t left = segment_wire_length (s, &r->segments[r->segment]) - r->segment_pos;
     int k = fill_iov (s, r, iov, G_N_ELEMENTS (iov));
     int used = 0;
     for (uint64_t room = left; used < k && room > 0; used++) {
@@ -814,14 +833,8 @@ write_ready (struct sender *s)
   ssize_t n;
 
   for (;;) {
-    if (s->preamble_pos < s->preamble_len) {
-      iov[0] = (struct iovec) { s->preamble + s->preamble_pos,
-                                s->preamble_len - s->preamble_pos };
-      if (!write_out (s, iov, 1, &n))
-        return false;
-      s->preamble_pos += n;
-      continue;
-    }
+    if (!write_preamble (s))
+      return false;
     if (s->end_queued) {
       s->finished = true;
       return true;
