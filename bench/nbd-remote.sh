@@ -14,9 +14,14 @@
 #                --delta against a full copy, with the same channels
 #   --compare-args ARGS adds the --streams=N up- and download with ARGS
 #
-# SRC is nbdkit sparse-random (SIZE, 25% data, random content), or an ext4 image of files
-# from /usr; every DST is a fresh nbdkit memory export, checked against
-# SRC's digest after each run.  Every link goes through bench/delay-proxy.c:
+# SRC is an image of SIZE with 25% data (nbdkit sparse-random's, random
+# content), or an ext4 image of files from /usr.  With --endpoints files
+# (the default) both ends are image files in a directory on tmpfs, which
+# ferry reads and writes itself, and every DST a new file; with
+# --endpoints nbd, SRC is served by nbdkit and every DST is a fresh nbdkit
+# memory export, as before ferry took paths (nbdkit sparse-random makes
+# its data as it is read: a core of this 2-core machine, which the copy
+# then lacks).  Each DST is checked against SRC's digest after the run.  Every link goes through bench/delay-proxy.c:
 # DELAY ms each way (this kernel has no netem) and --rate-mbit, then 0 ms
 # and no rate as the loopback rows; it counts the bytes on the wire.  Each
 # row's time is also given against the link floor: the bytes that must
@@ -51,11 +56,16 @@ usage: bench/nbd-remote.sh [OPTIONS]
   --gaps-ms MS     sample the delayed link every MS ms (bench/wire-timeline.py)
                    and report the idle stretches in the data's direction between
                    its first and last byte: where a stream waits at a range's end
+  --endpoints KIND files (default): SRC and DST are files in --image-dir;
+                   nbd: nbdkit serves SRC, and DST is nbdkit memory
+  --image-dir DIR  where --endpoints files keeps them (default /dev/shm: in
+                   memory, as nbdkit memory is, so the disk is not measured)
   --ferry PATH     bench this ferry (default: build one in bench/.build-nbd-remote)
 EOF
 }
 rounds=3 size=1G image=sparse-random data_percent=25 delay_ms=25 rate_mbit=0 streams=4
 timeout_s=900 ferry= ferry_args_text= compare_args_text= only= links=(rtt loopback) gaps_ms=0
+endpoints=files image_dir=/dev/shm
 while [ $# -gt 0 ]; do
     case $1 in
     -h|--help) usage; exit 0 ;;
@@ -76,6 +86,8 @@ while [ $# -gt 0 ]; do
     --contenders) only=$2 ;;
     --timeout) timeout_s=$2 ;;
     --gaps-ms) gaps_ms=$2 ;;
+    --endpoints) endpoints=$2 ;;
+    --image-dir) image_dir=$2 ;;
     --ferry) ferry=$2 ;;
     *) usage >&2; exit 2 ;;
     esac
@@ -85,6 +97,7 @@ for n in "$rounds" "$data_percent" "$delay_ms" "$rate_mbit" "$streams" "$timeout
     [[ $n =~ ^[0-9]+$ ]] || { echo "bench: not a number: '$n'" >&2; exit 2; }
 done
 case $image in sparse-random|ext4-usr) ;; *) echo "bench: no such image: '$image'" >&2; exit 2 ;; esac
+case $endpoints in files|nbd) ;; *) echo "bench: no such endpoints: '$endpoints'" >&2; exit 2 ;; esac
 read -ra ferry_args <<< "$ferry_args_text"
 read -ra compare_args <<< "$compare_args_text"
 size_bytes=$(numfmt --from=iec "$size") ||
@@ -219,7 +232,15 @@ else
     serve src sparse-random size="$size" seed=2 percent="$data_percent" random-content=true
     image_text="nbdkit sparse-random size=$size percent=$data_percent random-content=true"
 fi
-src=$(uri src) dst=$(uri dst)
+src=$(uri src) dst=$(uri dst) dst_text="fresh nbdkit memory"
+if [ "$endpoints" = files ]; then
+    IMG=$(mktemp -d "$image_dir/ferry-bench.XXXXXX")
+    cleanup_fn rm -rf "$IMG"
+    truncate -s "$size_bytes" "$IMG/src.img"
+    nbdcopy "$src" "$IMG/src.img"   # sparse: nbdcopy skips the holes
+    src=$IMG/src.img dst=$IMG/dst.img dst_text="new files"
+    image_text="$image_text, as a file in $image_dir"
+fi
 "$FERRY" -v --nbd-send="$src" 2> "$T/src.v" > /dev/null
 data_bytes=$(sed -n 's/.* data=\([0-9]*\).*/\1/p' "$T/src.v")
 src_digest=$(sed -n 's/.* digest=\([0-9a-f]*\).*/\1/p' "$T/src.v")
@@ -314,7 +335,7 @@ for b in sorted(random.Random(16).sample(range(size // 65536), n)):
 PY
 )
 prepare_resync () {
-    nbdcopy "$src" "$dst"
+    if [ "$endpoints" = files ]; then cp --sparse=always "$src" "$dst"; else nbdcopy "$src" "$dst"; fi
     qemu-io -f raw "${change_cmds[@]}" "$dst" > /dev/null
     [ "$("$FERRY" --nbd-digest="$dst" | cut -d' ' -f1)" != "$src_digest" ] ||
         { echo "bench: qemu-io changed nothing in the re-sync's destination" >&2; exit 1; }
@@ -364,8 +385,18 @@ times_of () {  # FILE -> "CPU-SECONDS MAX-RSS-KIB COUNT" over its processes
 run_one () {  # ROUND LINK SCENARIO CONTENDER
     local round=$1 link=$2 scenario=$3 name=$4 dst_pid status=ok t0 t1 w0 w1 got
     port=${link_port[$link]}
-    serve dst memory size="$size_bytes"
-    dst_pid=$LAST_PID
+    dst_pid=
+    if [ "$endpoints" = nbd ]; then
+        serve dst memory size="$size_bytes"
+        dst_pid=$LAST_PID
+    else
+        rm -f "$dst"
+        if [ "$name" = up-nbdcopy ]; then   # nbdcopy needs a server at the far end
+            truncate -s "$size_bytes" "$dst"
+            serve dst file "$dst"
+            dst_pid=$LAST_PID
+        fi
+    fi
     [ "$scenario" = resync ] && prepare_resync
     rm -f "$T/local.times" "$T/remote.times" "$T/other.times"
     : > "$T/run.err"
@@ -382,7 +413,7 @@ run_one () {  # ROUND LINK SCENARIO CONTENDER
     if [ "$status" != ok ]; then
         echo "bench: $link $name: $status: $(tail -n 3 "$T/run.err" | paste -sd'|')" >&2
     fi
-    stop "$dst_pid"
+    [ -z "$dst_pid" ] || stop "$dst_pid"
     rm -f "$T/dst.sock"   # nbdkit leaves it, and would not bind it again
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$link" "$scenario" "$name" \
         "$status" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" "$(times_of "$T/local.times")" \
@@ -399,7 +430,7 @@ done > "$T/na"
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
 echo "bench/nbd-remote.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs (${cpu_model:-unknown CPU})"
 echo "ferry: $FERRY ($("$FERRY" --version 2>/dev/null | head -n1 || echo '?'), $ferry_origin)"
-echo "source: $image_text ($data_bytes data bytes); destinations: fresh nbdkit memory"
+echo "source: $image_text ($data_bytes data bytes); destinations: $dst_text"
 rate_text="no rate limit"
 [ "$rate_mbit" -gt 0 ] && rate_text="$rate_mbit Mbit/s shared by its connections"
 echo "links: delay-proxy, $delay_ms ms each way ($((2 * delay_ms)) ms RTT), $rate_text${links[1]:+; and 0 ms, no limit (loopback)}; rounds: $rounds, contenders rotated each round"
