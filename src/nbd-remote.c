@@ -53,6 +53,7 @@
 #include "endpoint-ssh.h"
 #include "error.h"
 #include "gsource-release.h"
+#include "image-format.h"
 #include "message.h"
 #include "range-controller.h"
 #include "relay.h"
@@ -146,6 +147,9 @@ struct remote_copy {
   const struct ferry_options *options;
   struct relay_config config;
   bool all_started;
+  bool rest_ran;              /* the other channels' remote halves ran with
+                                 the first one's, and wait for start_rest to
+                                 relay them (runs_rest_early) */
 };
 
 bool
@@ -421,7 +425,11 @@ abort_channel (struct remote_channel *c)
       close (c->go);
     c->go = -1;
     c->relay_done = true;
-    /* Opened with the others, before one of them failed. */
+    /* Opened with the others, before one of them failed; or its remote
+     * half ran ahead (runs_rest_early), and what it said would only
+     * repeat why the copy ended. */
+    if (c->channel && !c->rc->same_host)
+      endpoint_ssh_discard_stderr (c->channel);
     g_clear_pointer (&c->channel, endpoint_free);
   }
   if (!c->child_done)
@@ -845,31 +853,59 @@ run_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
   return true;
 }
 
-/* Run @c's remote half, let its child go, and relay. */
+/* Whether the other channels' remote halves may run with the first one's,
+ * in its round trip: over ssh, when the far image is a path that each
+ * remote ferry opens itself.  An NBD server could serve one client at a
+ * time, and must serve the first stream's; the others wait for its first
+ * report (start_rest).  Their local halves and relays wait for it anyway,
+ * so that a missing or unusable image fails the copy in one line. */
 static bool
-start_channel (struct remote_copy *rc, struct remote_channel *c, GError **error)
+runs_rest_early (const struct remote_copy *rc)
 {
-  size_t failed;
+  const struct nbd_stream_options *o = &rc->options->stream;
 
-  name_channel (rc, c);
-  return far_run (rc, c, 1, &failed, error) && run_channel (rc, c, error);
+  return rc->n > 1 && !rc->same_host &&
+         image_is_path (rc->upload ? o->remote_receive : o->remote_send);
+}
+
+/* Run the first channel's remote half (and with runs_rest_early, the
+ * others' too), let its child go, and relay. */
+static bool
+start_first (struct remote_copy *rc, GError **error)
+{
+  size_t failed, n = runs_rest_early (rc) ? rc->n : 1;
+
+  for (size_t i = 0; i < n; i++)
+    name_channel (rc, &rc->ch[i]);
+  if (!far_run (rc, &rc->ch[0], n, &failed, error))
+    return false;
+  rc->rest_ran = n > 1;
+  if (run_channel (rc, &rc->ch[0], error))
+    return true;
+  for (size_t i = 1; i < n; i++) {
+    endpoint_ssh_discard_stderr (rc->ch[i].channel);
+    g_clear_pointer (&rc->ch[i].channel, endpoint_free);
+  }
+  return false;
 }
 
 /* The first channel's halves are both up: start the others, all at once,
- * on the channels opened with the first (rc->spares).  Running them
- * blocks the main loop for the exec's round trip; the first relay's data
- * waits in libssh meanwhile. */
+ * on the channels opened with the first (rc->spares), unless their remote
+ * halves ran already.  Running them blocks the main loop for the exec's
+ * round trip; the first relay's data waits in libssh meanwhile. */
 static void
 start_rest (struct remote_copy *rc)
 {
   size_t n = rc->n - 1, failed = 0;
   g_autoptr (GError) error = NULL;
-  bool ok;
+  bool ok = true;
 
   rc->all_started = true;
-  for (size_t i = 0; i < n; i++)
-    name_channel (rc, &rc->ch[i + 1]);
-  ok = far_run (rc, &rc->ch[1], n, &failed, &error);
+  if (!rc->rest_ran) {
+    for (size_t i = 0; i < n; i++)
+      name_channel (rc, &rc->ch[i + 1]);
+    ok = far_run (rc, &rc->ch[1], n, &failed, &error);
+  }
   for (size_t i = 0; ok && i < n; i++)
     if (!run_channel (rc, &rc->ch[i + 1], &error))
       ok = false, failed = i;
@@ -923,7 +959,7 @@ relay_copy (const struct ferry_options *options, const struct address *address,
   rc->config.label = NULL;
   rc->config.peers_report_loss = true;
   rc->all_started = rc->n == 1;
-  started = far_connect (rc, address, error) && start_channel (rc, &rc->ch[0], error);
+  started = far_connect (rc, address, error) && start_first (rc, error);
   if (rc->all_started)
     g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
   if (!started)

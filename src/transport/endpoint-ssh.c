@@ -59,6 +59,7 @@ struct channel_endpoint {
   struct ssh_channel_callbacks_struct callbacks;  /* endpoint_ssh_exec_on: exit-signal */
   char *stderr_label;         /* endpoint_ssh_exec_on: the stderr lines' prefix,
                                  if not the session's name */
+  bool stderr_discarded;      /* endpoint_ssh_discard_stderr: read, never passed on */
   char *exit_signal;          /* the signal that killed the remote command
                                  ("TERM"), once the server said so */
   bool eof_sent;
@@ -105,7 +106,9 @@ drain_stderr (struct channel_endpoint *se, bool all)
   while ((all || ssh_channel_poll (se->channel, 0) <= 0) &&
          ssh_channel_poll (se->channel, 1) > 0 &&
          (n = ssh_channel_read (se->channel, buf, sizeof buf, 1)) > 0) {
-    if (se->stderr_line) {
+    if (se->stderr_discarded) {
+      continue;
+    } else if (se->stderr_line) {
       g_string_append_len (se->stderr_line, buf, n);
       pass_stderr_lines (se, false);
     } else {
@@ -332,9 +335,10 @@ channel_endpoint_free (struct endpoint *ep)
 
   ferry_ssh_conn_detach (se->conn, &se->client);
   if (se->stderr_line) {
-    if (se->channel)
+    if (se->channel && !se->stderr_discarded)
       drain_stderr (se, true);
-    pass_stderr_lines (se, true);
+    if (!se->stderr_discarded)
+      pass_stderr_lines (se, true);
     g_string_free (se->stderr_line, TRUE);
   }
   if (se->channel) {
@@ -768,6 +772,13 @@ endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, struct endpoint_ssh_spares 
     endpoints[j] = &se->base;
   }
   return true;
+}
+
+void
+endpoint_ssh_discard_stderr (struct endpoint *ep)
+{
+  g_return_if_fail (ep->ops == &ssh_ops);
+  ((struct channel_endpoint *) ep)->stderr_discarded = true;
 }
 
 const char *

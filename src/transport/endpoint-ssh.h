@@ -65,6 +65,10 @@ struct endpoint_ssh_spares *endpoint_ssh_open_spares (struct ferry_ssh_conn *con
                                                       GError **error);
 /* Closes the spares not taken. */
 void endpoint_ssh_spares_free (struct endpoint_ssh_spares *spares);
+/* An exec channel's remote stderr is dropped from now on, and at its end:
+ * a command given up before anything read it (its lines would repeat the
+ * one that gave it up). */
+void endpoint_ssh_discard_stderr (struct endpoint *ep);
 /* An exec channel's remote exit status, or -1 while it is not known (or
  * the channel closed without one). */
 int endpoint_ssh_exit_status (struct endpoint *ep);

@@ -71,6 +71,14 @@ client_can_read (const struct ferry_ssh_client *cl)
   return cl->want_read && (cl->maybe_buffered || cl->state_changed);
 }
 
+/* A channel that nothing drives yet (a remote half run ahead of its
+ * relay): what happens to it waits, noted, until its relay starts. */
+static bool
+undriven (const struct ferry_ssh_client *cl)
+{
+  return cl->ep->ready == NULL;
+}
+
 static bool
 client_can_write (const struct ferry_ssh_conn *c, const struct ferry_ssh_client *cl)
 {
@@ -93,6 +101,8 @@ conn_prepare (GSource *source, gint *timeout)
     return FALSE;
   for (guint i = 0; i < c->clients->len; i++) {
     struct ferry_ssh_client *cl = g_ptr_array_index (c->clients, i);
+    if (undriven (cl))
+      continue;
     if (client_can_read (cl) || cl->state_changed ||
         (cl->write_blocked && client_can_write (c, cl)))
       return TRUE;
@@ -143,6 +153,8 @@ conn_dispatch (GSource *source, GSourceFunc callback, gpointer data)
    * its ready callback, so the array is stable here. */
   for (guint i = 0; i < c->clients->len; i++) {
     struct ferry_ssh_client *cl = g_ptr_array_index (c->clients, i);
+    if (undriven (cl))
+      continue;
     bool readable = client_can_read (cl) || (c->dead && cl->want_read);
     bool writable = client_can_write (c, cl) || (c->dead && cl->want_write);
     if (readable || writable || cl->state_changed || c->dead) {
