@@ -21,11 +21,12 @@
 # --endpoints nbd, SRC is served by nbdkit and every DST is a fresh nbdkit
 # memory export, as before ferry took paths (nbdkit sparse-random makes
 # its data as it is read: a core of this 2-core machine, which the copy
-# then lacks).  Each DST is checked against SRC's digest after the run.  Every link goes through bench/delay-proxy.c:
-# DELAY ms each way (this kernel has no netem) and --rate-mbit, then 0 ms
-# and no rate as the loopback rows; it counts the bytes on the wire.  Each
-# row's time is also given against the link floor: the bytes that must
-# cross over the rate, plus 4 round trips.
+# then lacks).  Each DST is checked against SRC's digest after the run.
+# Every link goes through bench/delay-proxy.c: DELAY ms each way (this
+# kernel has no netem) and --rate-mbit, then 0 ms and no rate as the
+# loopback rows; it counts the bytes on the wire.  Each row's time is also
+# given against the link floor: the bytes that must cross over the rate,
+# plus 4 round trips.
 # Each ferry, local and remote (the remote ones run under sshd through a
 # timing wrapper), reports CPU seconds and peak RSS via /usr/bin/time.
 # Contenders that need an option this ferry lacks are reported as n/a.
@@ -232,12 +233,13 @@ else
     serve src sparse-random size="$size" seed=2 percent="$data_percent" random-content=true
     image_text="nbdkit sparse-random size=$size percent=$data_percent random-content=true"
 fi
-src=$(uri src) dst=$(uri dst) dst_text="fresh nbdkit memory"
+src_pid=$LAST_PID src=$(uri src) dst=$(uri dst) dst_text="fresh nbdkit memory"
 if [ "$endpoints" = files ]; then
     IMG=$(mktemp -d "$image_dir/ferry-bench.XXXXXX")
     cleanup_fn rm -rf "$IMG"
     truncate -s "$size_bytes" "$IMG/src.img"
     nbdcopy "$src" "$IMG/src.img"   # sparse: nbdcopy skips the holes
+    stop "$src_pid"                 # the file is the source from now on
     src=$IMG/src.img dst=$IMG/dst.img dst_text="new files"
     image_text="$image_text, as a file in $image_dir"
 fi
