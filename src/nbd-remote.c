@@ -147,9 +147,6 @@ struct remote_copy {
   const struct ferry_options *options;
   struct relay_config config;
   bool all_started;
-  bool rest_ran;              /* the other channels' remote halves ran with
-                                 the first one's, and wait for start_rest to
-                                 relay them (runs_rest_early) */
 };
 
 bool
@@ -414,6 +411,18 @@ stop_control (struct remote_channel *c)
   c->control = -1;
 }
 
+/* @c's channel, if it has one that no relay ever drove: opened with the
+ * others before one of them failed, or its remote half run ahead
+ * (runs_rest_early).  What that half said would only repeat why the copy
+ * ended. */
+static void
+drop_unrelayed (struct remote_channel *c)
+{
+  if (c->channel && !c->rc->same_host)
+    endpoint_ssh_discard_stderr (c->channel);
+  g_clear_pointer (&c->channel, endpoint_free);
+}
+
 /* Another channel failed: this one ends at once, in silence. */
 static void
 abort_channel (struct remote_channel *c)
@@ -425,12 +434,7 @@ abort_channel (struct remote_channel *c)
       close (c->go);
     c->go = -1;
     c->relay_done = true;
-    /* Opened with the others, before one of them failed; or its remote
-     * half ran ahead (runs_rest_early), and what it said would only
-     * repeat why the copy ended. */
-    if (c->channel && !c->rc->same_host)
-      endpoint_ssh_discard_stderr (c->channel);
-    g_clear_pointer (&c->channel, endpoint_free);
+    drop_unrelayed (c);
   }
   if (!c->child_done)
     silence_child (c);
@@ -879,13 +883,10 @@ start_first (struct remote_copy *rc, GError **error)
     name_channel (rc, &rc->ch[i]);
   if (!far_run (rc, &rc->ch[0], n, &failed, error))
     return false;
-  rc->rest_ran = n > 1;
   if (run_channel (rc, &rc->ch[0], error))
     return true;
-  for (size_t i = 1; i < n; i++) {
-    endpoint_ssh_discard_stderr (rc->ch[i].channel);
-    g_clear_pointer (&rc->ch[i].channel, endpoint_free);
-  }
+  for (size_t i = 1; i < n; i++)
+    drop_unrelayed (&rc->ch[i]);
   return false;
 }
 
@@ -901,7 +902,7 @@ start_rest (struct remote_copy *rc)
   bool ok = true;
 
   rc->all_started = true;
-  if (!rc->rest_ran) {
+  if (!runs_rest_early (rc)) {
     for (size_t i = 0; i < n; i++)
       name_channel (rc, &rc->ch[i + 1]);
     ok = far_run (rc, &rc->ch[1], n, &failed, &error);

@@ -66,7 +66,7 @@ def round_(name, signals, delay, drain_timeout, expect_rc, expect_line):
         args[1:1] = ["--drain-timeout", str(drain_timeout)]
     p = subprocess.Popen(args, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     # Once ferry relays (it read stdin: its handlers are in place; a
-    # sanitizer build on a loaded machine once took over 0.8 s to get
+    # deferred-unref build on a loaded machine once took over 0.8 s to get
     # there), both directions' buffers fill: nobody reads yet.
     deadline = time.monotonic() + 20
     while os.lseek(stdin.fileno(), 0, os.SEEK_CUR) == 0 and time.monotonic() < deadline:

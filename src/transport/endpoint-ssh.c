@@ -106,9 +106,9 @@ drain_stderr (struct channel_endpoint *se, bool all)
   while ((all || ssh_channel_poll (se->channel, 0) <= 0) &&
          ssh_channel_poll (se->channel, 1) > 0 &&
          (n = ssh_channel_read (se->channel, buf, sizeof buf, 1)) > 0) {
-    if (se->stderr_discarded) {
+    if (se->stderr_discarded)
       continue;
-    } else if (se->stderr_line) {
+    if (se->stderr_line) {
       g_string_append_len (se->stderr_line, buf, n);
       pass_stderr_lines (se, false);
     } else {
@@ -334,13 +334,13 @@ channel_endpoint_free (struct endpoint *ep)
   struct channel_endpoint *se = (struct channel_endpoint *) ep;
 
   ferry_ssh_conn_detach (se->conn, &se->client);
-  if (se->stderr_line) {
-    if (se->channel && !se->stderr_discarded)
+  if (se->stderr_line && !se->stderr_discarded) {
+    if (se->channel)
       drain_stderr (se, true);
-    if (!se->stderr_discarded)
-      pass_stderr_lines (se, true);
-    g_string_free (se->stderr_line, TRUE);
+    pass_stderr_lines (se, true);
   }
+  if (se->stderr_line)
+    g_string_free (se->stderr_line, TRUE);
   if (se->channel) {
     /* libssh keeps a channel freed before the server closed it, and would
      * call its callbacks (here, in @se) for the packets still to come:
