@@ -122,19 +122,20 @@ kind_open (struct nbd_export *e, const struct nbd_stream_options *options, const
 }
 
 /* True for a command's cookie; false for -1, with libnbd's errno in
- * *@error.  A command refused because @c died is the connection lost, as
- * its source would say at its next dispatch, which may never come. */
+ * *@error.  A connection that died here is lost, as its source would say
+ * at its next dispatch, which may never come: libnbd queues a command
+ * whose send fails (and fails it, with those in flight, at once), then
+ * refuses the next one. */
 static bool
 issued (struct nbd_export *e, struct nbd_conn *c, int64_t cookie, int *error)
 {
-  if (cookie != -1)
-    return true;
   const char *reason = nbd_get_error ();
 
-  *error = nbd_get_errno () ? nbd_get_errno () : EIO;
+  if (cookie == -1)
+    *error = nbd_get_errno () ? nbd_get_errno () : EIO;
   if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd))
     on_conn_failure (e, reason ? reason : "connection closed");
-  return false;
+  return cookie != -1;
 }
 
 static bool

@@ -881,7 +881,7 @@ work (struct receiver *r)
 {
   bool raw = r->options->raw;
 
-  while (!r->error && !r->in_watch) {
+  while (!r->error && !r->export.lost && !r->in_watch) {
     if (r->unpacking && !finish_unpack (r))
       return;
     if (!issue_zero (r) || !has_room (r))
@@ -955,18 +955,25 @@ pump (gpointer data)
 {
   struct receiver *r = data;
 
-  if (r->export.lost && !r->error)
-    set_failure (r, g_error_copy (r->export.lost));
   if (r->hashing)
     blkhash_collect (&r->hash);
   retire (r);
-  if (!r->flushing)
+  if (!r->flushing && !r->export.lost)
     work (r);
   retire (r);
-  if (!r->flushing && !r->export.lost && g_queue_is_empty (&r->commands) &&
+  /* Checked after work(): a command it issued may have found the
+   * connection gone, while the commands before it wait in flight on
+   * others (a kill -9 of a multi-conn server).  Ending then without the
+   * failure would be exit 0 with DEST incomplete. */
+  if (r->export.lost) {
+    set_failure (r, g_error_copy (r->export.lost));
+    g_main_loop_quit (r->loop);
+    return G_SOURCE_CONTINUE;
+  }
+  if (!r->flushing && g_queue_is_empty (&r->commands) &&
       (r->error || (r->end_seen && r->in_eof && r->zero_pos == r->zero_end)))
     issue_flushes (r);
-  if (r->export.lost || (r->flushing && g_queue_is_empty (&r->commands)))
+  if (r->flushing && g_queue_is_empty (&r->commands))
     g_main_loop_quit (r->loop);
   return G_SOURCE_CONTINUE;
 }
