@@ -43,7 +43,7 @@ wait_until 10 has_sockets "$ferry" 1        # only the listener is left
 start=$(rss_kib "$ferry")
 peak=0
 for wave in 1 2 3; do
-    within 120 python3 "$T/clients.py" "$T/A.sock" 64 || fail "wave $wave"
+    within 60 python3 "$T/clients.py" "$T/A.sock" 64 || fail "wave $wave"
     wait_until 20 has_sockets "$ferry" 1
     sleep 0.2
     now=$(rss_kib "$ferry")

@@ -31,17 +31,41 @@ our_child () {  # PID
     [ "${ppid//[[:space:]]/}" = "$$" ]
 }
 
+# Wait for PID, signalled by cleanup, for up to 30 s (ferry's default
+# --drain-timeout is 10 s).  One still running is a hang in its stop:
+# its threads' stacks are printed (gdb, when installed) and the test fails,
+# rather than waiting for meson's timeout with nothing said.
+reap () {  # PID
+    local i state
+    for ((i = 0; i < 600; i++)); do
+        state=$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' "/proc/$1/status" 2>/dev/null) || state=
+        case $state in ''|Z) wait "$1" 2>/dev/null || true; return 0 ;; esac
+        our_child "$1" || return 0
+        sleep 0.05
+    done
+    echo "FAIL: $1 ($(tr '\0' ' ' < "/proc/$1/cmdline")) still running 30 s after SIGTERM" >&2 || true
+    if command -v gdb > /dev/null; then
+        gdb -p "$1" -batch -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)' >&2 || true
+    else
+        grep -H . /proc/"$1"/task/*/wchan >&2 || true
+    fi
+    kill -9 "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+    REAP_FAILED=1
+}
+
 cleanup () {
     local i
     # SIGCONT: a test that failed while it held a peer stopped (SIGSTOP)
     # would wait for it forever.
     for pid in $PIDS; do our_child "$pid" && kill "$pid" 2>/dev/null && kill -CONT "$pid" 2>/dev/null || true; done
-    for pid in $PIDS; do wait "$pid" 2>/dev/null || true; done
+    for pid in $PIDS; do reap "$pid"; done
     for ((i = ${#CLEANUP_FNS[@]} - 1; i >= 0; i--)); do
         eval "${CLEANUP_FNS[i]}" || true
     done
     sanitizer_check
     rm -rf "$T"
+    [ -z "${REAP_FAILED:-}" ] || exit 1
 }
 trap cleanup EXIT
 
