@@ -5,7 +5,11 @@
 #include <config.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "export-ops.h"
@@ -23,6 +27,28 @@ on_conn_failure (void *data, const char *reason)
     e->lost = g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
                            "NBD connection to %s lost: %s", e->name, reason);
   __atomic_store_n (e->kicked, true, __ATOMIC_RELEASE);
+}
+
+/* libnbd (1.14) keeps the socket it bound for a command's server, in a
+ * directory of its own under /tmp, until nbd_close: a ferry killed before
+ * then would leave both behind.  Once connected, the server has the one
+ * connection it will get, so both go now; nbd_close then finds nothing to
+ * remove.  The path is the peer's address: the socket the server listens
+ * on. */
+static void
+remove_activation_socket (struct nbd_handle *nbd)
+{
+  struct sockaddr_un addr = { 0 };
+  socklen_t len = sizeof addr - 1;      /* a NUL stays at the end */
+  int fd = nbd_aio_get_fd (nbd);
+  g_autofree char *dir = NULL;
+
+  if (fd < 0 || getpeername (fd, (struct sockaddr *) &addr, &len) == -1 ||
+      addr.sun_family != AF_UNIX || len <= offsetof (struct sockaddr_un, sun_path))
+    return;
+  dir = g_path_get_dirname (addr.sun_path);
+  if (g_str_has_prefix (dir, "/tmp/libnbd") && unlink (addr.sun_path) == 0)
+    rmdir (dir);
 }
 
 static struct nbd_handle *
@@ -45,6 +71,8 @@ connect_one (struct nbd_export *e, const struct nbd_stream_options *options,
       nbd_close (nbd);
     return NULL;
   }
+  if (strcmp (uri, "[") == 0)
+    remove_activation_socket (nbd);
   return nbd;
 }
 
