@@ -6,7 +6,7 @@
 # The receiver exits 20 naming the lost connection.  Before the fix it
 # exited 0 with a third to half of the image written: libnbd queues the
 # command whose send fails, refuses the next one, and the pump ended on
-# the connection lost without taking it as a failure (twice in CI, after
+# the connection lost without taking it as a failure (three times in CI, after
 # nbdkit's kill -9 in nbd-stream-fault-server-gone).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-fault.sh"
