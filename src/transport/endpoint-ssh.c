@@ -12,10 +12,10 @@
  * bound.  A channel's down buffer is at least receive_window(): sized to
  * the round trip measured as the channel opened, so a distant host gets a
  * wide window and a near one a narrow one (8 MiB cost loopback a fifth of
- * its speed), and split among the streams of a copy.  ferry's buffer, libssh's and
- * the bytes in flight together stay under that buffer plus twice
- * LIBSSH_WINDOW_FLOOR (2.5 MiB), the window libssh grants on its own:
- * channel_endpoint_readv keeps those grants from piling up. */
+ * its speed), and split among the streams of a copy.  ferry's buffer,
+ * libssh's and the bytes in flight together stay under that buffer plus
+ * twice LIBSSH_WINDOW_FLOOR (2.5 MiB), the window libssh grants on its
+ * own: channel_endpoint_readv keeps those grants from piling up. */
 #include <config.h>
 
 #include "endpoint-ssh.h"
@@ -383,8 +383,9 @@ struct open_step {
   bool opened_ahead;          /* a spare (endpoint_ssh_open_spares): the
                                  session channel is open, and its
                                  round_trip measured */
-  size_t shares;              /* the spares opened with it (1 if none):
-                                 the streams that share the link */
+  size_t shares;              /* the spares opened with it, the streams
+                                 that share the link; 0 for a channel
+                                 opened alone */
 };
 
 static int
@@ -514,10 +515,10 @@ open_channel (struct ferry_ssh_conn *conn, struct open_step *p,
 }
 
 /* Opening a channel is one request and its answer: a round trip.  The
- * @shares channels of one copy's streams split one and a half times one
- * channel's window: more fills sshd's channel buffers beyond what the link
- * takes, which sshd then moves about (memmove was 13% of all CPU), and
- * less leaves the link idle while a stream is between ranges.  1 GiB
+ * @shares (> 1) channels of one copy's streams split one and a half times
+ * one channel's window: more fills sshd's channel buffers beyond what the
+ * link takes, which sshd then moves about (memmove was 13% of all CPU),
+ * and less leaves the link idle while a stream is between ranges.  1 GiB
  * (25% data) downloaded with 4 streams at 50 ms and 1 Gbit/s, medians of
  * 6-7 interleaved runs per batch: 2.6 s at 3 MiB each, 2.8 s at 4 MiB and
  * at 6 MiB; 3.0 s at 3 MiB, 3.1 s at 2.5 MiB, 3.4 s at 2 MiB; 3.2 s at
@@ -774,7 +775,7 @@ endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, struct endpoint_ssh_spares 
   for (size_t j = 0; j < n; j++) {
     struct channel_endpoint *se = channel_endpoint_new (conn, ferry_ssh_conn_name (conn),
                                                         steps[j].channel, steps[j].round_trip,
-                                                        MAX (steps[j].shares, 1));
+                                                        steps[j].shares);
     se->command = g_strdup (commands[j]);
     se->status_to_caller = true;
     se->stderr_line = g_string_new (NULL);

@@ -157,12 +157,12 @@ kind_open (struct nbd_export *e, const struct nbd_stream_options *options, const
 static bool
 issued (struct nbd_export *e, struct nbd_conn *c, int64_t cookie, int *error)
 {
-  const char *reason = nbd_get_error ();
-
   if (cookie == -1)
     *error = nbd_get_errno () ? nbd_get_errno () : EIO;
-  if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd))
+  if (nbd_aio_is_dead (c->nbd) || nbd_aio_is_closed (c->nbd)) {
+    const char *reason = nbd_get_error ();
     on_conn_failure (e, reason ? reason : "connection closed");
+  }
   return cookie != -1;
 }
 
