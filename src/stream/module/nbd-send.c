@@ -499,21 +499,36 @@ segment_wire_length (const struct sender *s, const struct segment *g)
          (s->raw || (!g->zero && !g->same) ? payload_length (g) : 0);
 }
 
-/* Move the writer position of @r on by @n bytes; true when all written. */
+/* Move the writer position of @r on by *@n bytes, and take what it used
+ * off *@n; true when all of @r is written. */
 static bool
-advance (struct sender *s, struct request *r, uint64_t n)
+advance (struct sender *s, struct request *r, uint64_t *n)
 {
   while (r->segment < r->n_segments) {
     uint64_t left = segment_wire_length (s, &r->segments[r->segment]) - r->segment_pos;
-    if (n < left) {
-      r->segment_pos += n;
+    if (*n < left) {
+      r->segment_pos += *n;
+      *n = 0;
       return false;
     }
-    n -= left;
+    *n -= left;
     r->segment++;
     r->segment_pos = 0;
   }
   return true;
+}
+
+/* A write of @n bytes moves the writer on: over the head request, and
+ * over those after it that the write carried too. */
+static void
+advance_queue (struct sender *s, uint64_t n)
+{
+  struct request *r = g_queue_peek_head (&s->reads.reads);
+
+  for (bool head = true; r && (head || n > 0) && advance (s, r, &n); head = false) {
+    nbd_read_queue_pop (&s->reads);
+    r = g_queue_peek_head (&s->reads.reads);
+  }
 }
 
 /* The image offset before which every record was written whole (with
@@ -810,7 +825,8 @@ end_on_stop (struct sender *s)
     }
     if (!write_out (s, iov, used, &n))
       return s->out_watch == NULL;
-    if (advance (s, r, n)) {
+    uint64_t written = n;
+    if (advance (s, r, &written)) {
       nbd_read_queue_pop (&s->reads);
       break;
     }
@@ -823,6 +839,39 @@ end_on_stop (struct sender *s)
     return end_on_stop (s);
   }
   return true;
+}
+
+/* Make @r, a read that is done, ready to write: its records taken,
+ * compared (--delta, once its hashing is done: the queue's is the last
+ * reference) and sealed (--compress); false while one of them waits. */
+static bool
+prepare_request (struct sender *s, struct request *r)
+{
+  if (!r->segments)
+    take_request (s, r);
+  if (s->delta && !r->compared && (r->read.refs > 1 || !compare_request (s, r)))
+    return false;
+  return !s->compress || r->sealed || seal_request (s, r);
+}
+
+/* The records of the requests after the head that are ready too, into
+ * @iov's room after the head's whole records: a sparse image's or a
+ * delta's short records go many to a write, not one each.  Not for
+ * skip_zeros's holes, which are sought over, not written. */
+static int
+fill_following (struct sender *s, struct iovec *iov, int max)
+{
+  int n = 0;
+
+  if (s->out_holes_from >= 0)
+    return 0;
+  for (GList *l = s->reads.reads.head->next; l && n < max && !s->error; l = l->next) {
+    struct request *r = l->data;
+    if (!r->read.io.done || r->read.io.error || !prepare_request (s, r))
+      break;
+    n += fill_iov (s, r, iov + n, max - n);
+  }
+  return n;
 }
 
 /* Write what is ready, in order; false if the writer must wait. */
@@ -849,29 +898,19 @@ write_ready (struct sender *s)
       return true;
     }
     struct request *r = (struct request *) nbd_read_queue_ready (&s->reads);
-    if (r == NULL)
-      return true;
-    if (!r->segments)
-      take_request (s, r);
-    /* --delta: once its hashing is done (the queue's is the last ref). */
-    if (s->delta && !r->compared) {
-      if (r->read.refs > 1)
-        return true;
-      if (!compare_request (s, r))
-        return true;
-    }
-    if (s->compress && !r->sealed && !seal_request (s, r))
+    if (r == NULL || !prepare_request (s, r))
       return true;
     uint64_t skipped = skip_zeros (s, r);
     int k = skipped ? 0 : fill_iov (s, r, iov, G_N_ELEMENTS (iov));
     if (k > 0) {
+      if (k < (int) G_N_ELEMENTS (iov))
+        k += fill_following (s, iov + k, G_N_ELEMENTS (iov) - k);
       if (!write_out (s, iov, k, &n))
         return false;
     } else {
       n = skipped;
     }
-    if (advance (s, r, n))
-      nbd_read_queue_pop (&s->reads);
+    advance_queue (s, n);
   }
 }
 
