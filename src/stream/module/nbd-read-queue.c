@@ -27,6 +27,9 @@ nbd_read_queue_init (struct nbd_read_queue *q, struct nbd_export *e,
                                  .requests = requests, .kicked = kicked, .failure = failure,
                                  .read_size = read_size, .clear = clear };
   g_queue_init (&q->reads);
+  /* The bound, and room for the read that always goes and for the end
+   * that a wrap leaves unused. */
+  read_arena_init (&q->arena, in_flight_limit + 2 * (uint64_t) e->request_size);
 }
 
 void
@@ -66,7 +69,7 @@ nbd_read_queue_issue (struct nbd_read_queue *q)
     if (zero) {
       r->io.done = true;
     } else {
-      r->buf = g_malloc (length);
+      r->buf = read_arena_take (&q->arena, length, &r->piece);
       r->io.kicked = q->kicked;
       q->in_flight += length;
       (*q->requests)++;
@@ -119,7 +122,8 @@ nbd_read_unref (void *read)
   r->queue->in_flight -= r->buf ? r->length : 0;
   if (r->queue->clear)
     r->queue->clear (r);
-  g_free (r->buf);
+  if (r->buf)
+    read_arena_give (&r->queue->arena, r->buf, r->piece);
   g_free (r);
 }
 
@@ -129,4 +133,5 @@ nbd_read_queue_clear (struct nbd_read_queue *q)
   while (!g_queue_is_empty (&q->reads))
     nbd_read_queue_pop (q);
   nbd_map_clear (&q->map);
+  read_arena_clear (&q->arena);
 }

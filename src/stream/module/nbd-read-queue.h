@@ -16,6 +16,7 @@
 
 #include "nbd-map.h"
 #include "nbd-export.h"
+#include "read-arena.h"
 
 struct nbd_read_queue;
 
@@ -27,6 +28,8 @@ struct nbd_read {
                                  (a run being hashed) */
   uint64_t offset, length;
   uint8_t *buf;               /* NULL for a zero range from the map */
+  void *piece;                /* @buf's place in the queue's arena, or NULL:
+                                 from the heap */
   struct nbd_read_queue *queue;
   struct nbd_command io;      /* the read's completion (done at once for a
                                  zero range) */
@@ -50,6 +53,7 @@ struct nbd_read_queue {
                                           @r, or NULL */
 
   /* The queue's. */
+  struct read_arena arena;    /* the reads' buffers */
   struct nbd_map map;         /* of [next_offset, end) */
   uint64_t next_offset;       /* the next read or zero range starts here */
   uint64_t end;               /* and the range being read ends here */
