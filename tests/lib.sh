@@ -85,6 +85,13 @@ sanitizer_check () {
     local f found=
     for f in "$T"/sanitizer.*; do
         [ -e "$f" ] || continue
+        # LeakSanitizer's own warning when it cannot stop a thread that is
+        # exiting as the process ends (its leak check then goes on): not a
+        # finding.  Seen once on a loaded machine; any other line fails.
+        if [ -s "$f" ] && ! grep -qv '^==[0-9]*==Unable to get registers from thread [0-9]*\.$' "$f"; then
+            echo "note: $(basename "$f"): $(head -n1 "$f")" >&2
+            continue
+        fi
         echo "FAIL: sanitizer report ($FERRY_SANITIZER) in $(basename "$f"):" >&2
         cat "$f" >&2
         found=1

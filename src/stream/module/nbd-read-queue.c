@@ -29,7 +29,7 @@ nbd_read_queue_init (struct nbd_read_queue *q, struct nbd_export *e,
   g_queue_init (&q->reads);
   /* The bound, and room for the read that always goes and for the end
    * that a wrap leaves unused. */
-  read_arena_init (&q->arena, in_flight_limit + 2 * (uint64_t) e->request_size);
+  buffer_arena_init (&q->arena, in_flight_limit + 2 * (uint64_t) e->request_size);
 }
 
 void
@@ -69,7 +69,7 @@ nbd_read_queue_issue (struct nbd_read_queue *q)
     if (zero) {
       r->io.done = true;
     } else {
-      r->buf = read_arena_take (&q->arena, length, &r->piece);
+      r->buf = buffer_arena_take (&q->arena, length, &r->piece);
       r->io.kicked = q->kicked;
       q->in_flight += length;
       (*q->requests)++;
@@ -123,7 +123,7 @@ nbd_read_unref (void *read)
   if (r->queue->clear)
     r->queue->clear (r);
   if (r->buf)
-    read_arena_give (&r->queue->arena, r->buf, r->piece);
+    buffer_arena_give (&r->queue->arena, r->buf, r->piece);
   g_free (r);
 }
 
@@ -133,5 +133,5 @@ nbd_read_queue_clear (struct nbd_read_queue *q)
   while (!g_queue_is_empty (&q->reads))
     nbd_read_queue_pop (q);
   nbd_map_clear (&q->map);
-  read_arena_clear (&q->arena);
+  buffer_arena_clear (&q->arena);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "blkhash.h"
+#include "buffer-arena.h"
 #include "deferred-line.h"
 #include "error.h"
 #include "message.h"
@@ -48,7 +49,8 @@ struct payload {
   unsigned refs;              /* the record's, each write's, and the hash's */
   uint64_t size;              /* of @data, counted in the receiver's @held */
   struct receiver *receiver;
-  uint8_t data[];
+  uint8_t *data;              /* from the receiver's @arena */
+  void *piece;                /* ...there (buffer_arena_take) */
 };
 
 enum command { CMD_WRITE, CMD_ZERO, CMD_WRITE_ZEROS, CMD_FLUSH };
@@ -100,6 +102,7 @@ struct receiver {
   uint64_t held;              /* payload bytes allocated, whether being read,
                                  written or hashed: what --in-flight bounds */
   uint64_t in_flight_limit;
+  struct buffer_arena arena;  /* the payloads' bytes */
   uint64_t applied_to;        /* every record before it was issued */
   uint64_t complete;          /* every command before it succeeded */
   bool complete_frozen;       /* a command failed: @complete stays */
@@ -148,6 +151,7 @@ payload_unref (struct payload *p)
 {
   if (p && --p->refs == 0) {
     p->receiver->held -= p->size;
+    buffer_arena_give (&p->receiver->arena, p->data, p->piece);
     g_free (p);
   }
 }
@@ -347,8 +351,9 @@ apply_record (struct receiver *r, bool scan)
 static struct payload *
 new_payload (struct receiver *r, uint64_t length)
 {
-  struct payload *p = g_malloc (sizeof *p + length);
+  struct payload *p = g_new (struct payload, 1);
 
+  p->data = buffer_arena_take (&r->arena, length, &p->piece);
   p->refs = 1;
   p->size = length;
   p->receiver = r;
@@ -1048,6 +1053,9 @@ prepare_receive (struct receiver *r)
 
   r->input = g_malloc (INPUT_SIZE);
   r->in_flight_limit = options->in_flight;
+  /* The bound, and room for the piece that always goes and for the end
+   * that a wrap leaves unused. */
+  buffer_arena_init (&r->arena, r->in_flight_limit + 2 * (uint64_t) r->export.request_size);
   g_queue_init (&r->commands);
   stream_parser_init (&r->parser);
   r->parser.accept_ranges = options->ranged;
@@ -1138,6 +1146,7 @@ free_receiver (struct receiver *r)
   }
   payload_unref (r->record);
   payload_unref (r->packed);
+  buffer_arena_clear (&r->arena);
   g_free (r->zero_buffer);
   g_free (r->blocks);
   nbd_block_digests_free (r->dest);

@@ -1,4 +1,4 @@
-/* ferry: the buffers of a read queue, in a ring (read-arena.h). */
+/* ferry: I/O buffers in a ring (buffer-arena.h). */
 #include <config.h>
 
 #include <stdbool.h>
@@ -8,7 +8,7 @@
  * heap buffer would be. */
 #include <sanitizer/asan_interface.h>
 
-#include "read-arena.h"
+#include "buffer-arena.h"
 
 #define HUGE_PAGE ((size_t) 2 * 1024 * 1024)
 
@@ -19,15 +19,15 @@ struct arena_piece {
 };
 
 void
-read_arena_init (struct read_arena *a, size_t capacity)
+buffer_arena_init (struct buffer_arena *a, size_t capacity)
 {
-  *a = (struct read_arena) { .capacity = (capacity + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE,
+  *a = (struct buffer_arena) { .capacity = (capacity + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE,
                              .map = NULL };
   g_queue_init (&a->taken);
 }
 
 static bool
-map_ring (struct read_arena *a)
+map_ring (struct buffer_arena *a)
 {
   if (a->map == MAP_FAILED)
     return false;
@@ -45,7 +45,7 @@ map_ring (struct read_arena *a)
 
 /* Where @length bytes fit in the ring, or SIZE_MAX. */
 static size_t
-find_room (const struct read_arena *a, size_t length)
+find_room (const struct buffer_arena *a, size_t length)
 {
   const struct arena_piece *oldest = g_queue_peek_head ((GQueue *) &a->taken);
 
@@ -64,7 +64,7 @@ find_room (const struct read_arena *a, size_t length)
 }
 
 uint8_t *
-read_arena_take (struct read_arena *a, size_t length, void **piece)
+buffer_arena_take (struct buffer_arena *a, size_t length, void **piece)
 {
   size_t at;
 
@@ -81,7 +81,7 @@ read_arena_take (struct read_arena *a, size_t length, void **piece)
 }
 
 void
-read_arena_give (struct read_arena *a, uint8_t *buf, void *piece)
+buffer_arena_give (struct buffer_arena *a, uint8_t *buf, void *piece)
 {
   struct arena_piece *p = piece;
 
@@ -98,7 +98,7 @@ read_arena_give (struct read_arena *a, uint8_t *buf, void *piece)
 }
 
 void
-read_arena_clear (struct read_arena *a)
+buffer_arena_clear (struct buffer_arena *a)
 {
   /* A buffer still out (a bug) keeps the mapping: better a leak than a
    * fault. */
