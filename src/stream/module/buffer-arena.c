@@ -3,10 +3,15 @@
 
 #include <stdbool.h>
 #include <sys/mman.h>
-/* No-ops unless built with AddressSanitizer: then the ring's free bytes
- * are poisoned, and a buffer used after it was given back is caught as a
- * heap buffer would be. */
+/* Under AddressSanitizer the ring's free bytes are poisoned, so that a
+ * buffer used after it was given back is caught as a heap buffer would
+ * be; otherwise (or without the header) no-ops. */
+#if defined(__SANITIZE_ADDRESS__) && __has_include (<sanitizer/asan_interface.h>)
 #include <sanitizer/asan_interface.h>
+#else
+#define ASAN_POISON_MEMORY_REGION(addr, size) ((void) (addr), (void) (size))
+#define ASAN_UNPOISON_MEMORY_REGION(addr, size) ((void) (addr), (void) (size))
+#endif
 
 #include "buffer-arena.h"
 
@@ -49,7 +54,8 @@ find_room (const struct buffer_arena *a, size_t length)
 {
   const struct arena_piece *oldest = g_queue_peek_head ((GQueue *) &a->taken);
 
-  if (length > a->size)
+  /* An empty piece at the head would look like a full ring. */
+  if (length == 0 || length > a->size)
     return SIZE_MAX;
   if (oldest == NULL)
     return 0;
@@ -102,7 +108,9 @@ buffer_arena_clear (struct buffer_arena *a)
 {
   /* A buffer still out (a bug) keeps the mapping: better a leak than a
    * fault. */
-  if (a->size > 0 && g_queue_is_empty (&a->taken)) {
+  if (!g_queue_is_empty (&a->taken))
+    g_critical ("buffer_arena_clear: %u buffers still out", g_queue_get_length (&a->taken));
+  else if (a->size > 0) {
     ASAN_UNPOISON_MEMORY_REGION (a->base, a->size);
     munmap (a->map, a->map_size);
   }
