@@ -26,8 +26,7 @@ struct arena_piece {
 void
 buffer_arena_init (struct buffer_arena *a, size_t capacity)
 {
-  *a = (struct buffer_arena) { .capacity = (capacity + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE,
-                             .map = NULL };
+  *a = (struct buffer_arena) { .capacity = (capacity + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE };
   g_queue_init (&a->taken);
 }
 
