@@ -51,7 +51,7 @@ test_in_order (void)
   struct buffer_arena a;
   struct held h[5];
 
-  buffer_arena_init (&a, 4 * MiB);
+  buffer_arena_init (&a, 4 * MiB, 0);
   for (int i = 0; i < 4; i++) {
     h[i] = take (&a, MiB, 'a' + i);
     g_assert_true (in_ring (&a, &h[i]));
@@ -75,7 +75,7 @@ test_out_of_order (void)
 {
   struct buffer_arena a;
 
-  buffer_arena_init (&a, 4 * MiB);
+  buffer_arena_init (&a, 4 * MiB, 0);
   struct held x = take (&a, MiB, 'x'), y = take (&a, MiB, 'y'), z = take (&a, MiB, 'z');
   give (&a, &y);
   /* 1 MiB left at the end, none at the start: the heap. */
@@ -103,7 +103,7 @@ test_wrapped_room (void)
 {
   struct buffer_arena a;
 
-  buffer_arena_init (&a, 4 * MiB);
+  buffer_arena_init (&a, 4 * MiB, 0);
   struct held p = take (&a, MiB, 'p'), q = take (&a, 2 * MiB, 'q');
   give (&a, &p);
   /* 1 MiB at the end: taken there, not wrapped. */
@@ -131,7 +131,7 @@ test_sizes_and_restart (void)
 {
   struct buffer_arena a;
 
-  buffer_arena_init (&a, 3 * MiB);     /* rounded up to 4 MiB */
+  buffer_arena_init (&a, MiB, MiB);    /* 3 MiB, rounded up to 4 MiB */
   struct held huge = take (&a, 5 * MiB, 'h');
   g_assert_false (in_ring (&a, &huge));
   g_assert_cmpuint (a.size, ==, 4 * MiB);

@@ -24,8 +24,10 @@ struct arena_piece {
 };
 
 void
-buffer_arena_init (struct buffer_arena *a, size_t capacity)
+buffer_arena_init (struct buffer_arena *a, uint64_t window, uint64_t largest)
 {
+  uint64_t capacity = window + 2 * largest;
+
   *a = (struct buffer_arena) { .capacity = (capacity + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE };
   g_queue_init (&a->taken);
 }

@@ -17,7 +17,8 @@
 
 struct buffer_arena {
   size_t size;                /* the ring's bytes, 0 until the first take */
-  size_t capacity;            /* buffer_arena_init's wish */
+  size_t capacity;            /* what buffer_arena_init asked for, in whole
+                                 huge pages */
   uint8_t *map;               /* the mapping (size + the alignment's slack),
                                  or MAP_FAILED: every buffer from the heap */
   size_t map_size;
@@ -26,8 +27,11 @@ struct buffer_arena {
   GQueue taken;               /* struct arena_piece, in the order taken */
 };
 
-/* An arena of @capacity bytes, mapped at the first take. */
-void buffer_arena_init (struct buffer_arena *a, size_t capacity);
+/* An arena for a window of @window bytes held at most, plus the one
+ * buffer of at most @largest bytes that may always go beyond it and the
+ * end (less than @largest) that a wrap leaves unused; mapped at the first
+ * take. */
+void buffer_arena_init (struct buffer_arena *a, uint64_t window, uint64_t largest);
 /* @length bytes; *@piece is what buffer_arena_give needs back. */
 uint8_t *buffer_arena_take (struct buffer_arena *a, size_t length, void **piece);
 /* Give back a buffer that buffer_arena_take returned with @piece. */

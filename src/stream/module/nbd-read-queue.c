@@ -27,9 +27,7 @@ nbd_read_queue_init (struct nbd_read_queue *q, struct nbd_export *e,
                                  .requests = requests, .kicked = kicked, .failure = failure,
                                  .read_size = read_size, .clear = clear };
   g_queue_init (&q->reads);
-  /* The bound, and room for the read that always goes and for the end
-   * that a wrap leaves unused. */
-  buffer_arena_init (&q->arena, in_flight_limit + 2 * (uint64_t) e->request_size);
+  buffer_arena_init (&q->arena, in_flight_limit, e->request_size);
 }
 
 void
@@ -122,8 +120,7 @@ nbd_read_unref (void *read)
   r->queue->in_flight -= r->buf ? r->length : 0;
   if (r->queue->clear)
     r->queue->clear (r);
-  if (r->buf)
-    buffer_arena_give (&r->queue->arena, r->buf, r->piece);
+  buffer_arena_give (&r->queue->arena, r->buf, r->piece);
   g_free (r);
 }
 

@@ -53,7 +53,7 @@ struct nbd_read_queue {
                                           @r, or NULL */
 
   /* The queue's. */
-  struct buffer_arena arena;    /* the reads' buffers */
+  struct buffer_arena arena;  /* the reads' buffers */
   struct nbd_map map;         /* of [next_offset, end) */
   uint64_t next_offset;       /* the next read or zero range starts here */
   uint64_t end;               /* and the range being read ends here */

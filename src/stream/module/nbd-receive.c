@@ -1053,9 +1053,7 @@ prepare_receive (struct receiver *r)
 
   r->input = g_malloc (INPUT_SIZE);
   r->in_flight_limit = options->in_flight;
-  /* The bound, and room for the piece that always goes and for the end
-   * that a wrap leaves unused. */
-  buffer_arena_init (&r->arena, r->in_flight_limit + 2 * (uint64_t) r->export.request_size);
+  buffer_arena_init (&r->arena, r->in_flight_limit, r->export.request_size);
   g_queue_init (&r->commands);
   stream_parser_init (&r->parser);
   r->parser.accept_ranges = options->ranged;
