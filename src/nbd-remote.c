@@ -59,6 +59,7 @@
 #include "relay.h"
 #include "remote-exit-codes.h"
 #include "signal-watch.h"
+#include "ssh-stream-sessions.h"
 #include "stats.h"
 
 /* The socketpair's buffers: a few stream records' worth in each. */
@@ -923,8 +924,9 @@ start_rest (struct remote_copy *rc)
   g_clear_pointer (&rc->conn, ferry_ssh_conn_unref);
 }
 
-/* Connect once (the host key, the login) and, with --streams, open every
- * channel at once; a copy on this host has nothing to connect to.
+/* Connect once (the host key, the login) and, with --streams, each
+ * stream's session (ssh-stream-sessions.h); then every stream's channel
+ * opens at once.  A copy on this host has nothing to connect to.
  * A stop signal gives up the handshake, the login (and its prompt, which
  * puts the terminal's echo back) and the channel's opening, with "stopped
  * by SIGTERM while connecting to ADDRESS": not in the handler, which would
@@ -933,14 +935,24 @@ start_rest (struct remote_copy *rc)
 static bool
 far_connect (struct remote_copy *rc, const struct address *address, GError **error)
 {
+  size_t n = rc->ranged ? rc->n : 1, own;
+  g_autofree struct ferry_ssh_conn **conns = g_new0 (struct ferry_ssh_conn *, n);
+  g_autofree char *why = NULL;
+
   if (rc->same_host)
     return true;
-  rc->conn = ferry_ssh_conn_new (address, &rc->options->connect, error);
-  if (rc->conn == NULL)
+  if (!ssh_stream_sessions_connect (address, &rc->options->connect, n, conns, &own, &why, error))
     return false;
-  ferry_ssh_conn_report_failure_myself (rc->conn);
+  rc->conn = ferry_ssh_conn_ref (conns[0]);
+  if (rc->options->stream.verbose && own < n - 1)
+    ferry_report ("%s: %zu of %zu streams share another stream's session: %s",
+                  ferry_ssh_conn_name (rc->conn), n - 1 - own, n, why);
+  for (size_t i = 0; i < n; i++)
+    ferry_ssh_conn_report_failure_myself (conns[i]);
   if (rc->ranged)
-    rc->spares = endpoint_ssh_open_spares (rc->conn, rc->n, error);
+    rc->spares = endpoint_ssh_open_spares (conns, n, error);
+  for (size_t i = 0; i < n; i++)
+    ferry_ssh_conn_unref (conns[i]);
   return !rc->ranged || rc->spares;
 }
 

@@ -14,7 +14,10 @@
 #                          this machine it runs pyenv's init, 0.18 s of CPU
 #                          a session).  With SSHD_IPV6=1 it listens on
 #                          [::1] too, on the same port, pinned as well.
-#                          Sets SSHD_PORT and SSHD_PID.
+#                          Sets SSHD_PORT and SSHD_PID.  With
+#                          SSHD_SHADOW=FILE, sshd runs in a mount namespace
+#                          of its own where FILE is /etc/shadow: a password
+#                          login for a test, the machine's file untouched.
 #   $SSH_CMD               an ssh client command (a small script) that
 #                          trusts only the generated host key (pinned in a
 #                          known_hosts file), logs in as root with the
@@ -95,7 +98,15 @@ CFG
     fi
     # sshd's privilege separation directory.
     [ -d /run/sshd ] || mkdir -p -m 755 /run/sshd
-    bg /usr/sbin/sshd -f "$cfg" -D -e 2>> "$SSH_DIR/sshd-$name.log"
+    if [ -n "${SSHD_SHADOW:-}" ]; then
+        need unshare
+        # shellcheck disable=SC2016
+        bg unshare --mount --propagation private \
+            sh -c 'mount --bind "$0" /etc/shadow && exec "$@"' "$SSHD_SHADOW" \
+            /usr/sbin/sshd -f "$cfg" -D -e 2>> "$SSH_DIR/sshd-$name.log"
+    else
+        bg /usr/sbin/sshd -f "$cfg" -D -e 2>> "$SSH_DIR/sshd-$name.log"
+    fi
     SSHD_PID=$LAST_PID
     wait_for_port "$port"
     SSHD_PORT=$port

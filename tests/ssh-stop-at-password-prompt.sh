@@ -13,55 +13,10 @@ need python3
 start_sshd main /usr/bin:/bin "Match Address 127.0.0.1" "PasswordAuthentication yes"
 address=$(ssh_base)/run/x.sock
 
-# ferry on a new pty as its controlling terminal; at the prompt, the signal.
-cat > "$T/on-a-pty.py" <<'PY'
-import os, pty, select, signal, sys, termios, time
-how, argv = sys.argv[1], sys.argv[2:]
-pid, master = pty.fork()
-if pid == 0:
-    os.execvp(argv[0], argv)
-out, sent, status = b"", None, None
-deadline = time.monotonic() + 30
-while status is None and time.monotonic() < deadline:
-    if select.select([master], [], [], 0.1)[0]:
-        try:
-            out += os.read(master, 4096)
-        except OSError:
-            pass
-    if sent is None and b"password: " in out:
-        time.sleep(0.3)            # ferry waits for the answer
-        if how == "TERM":
-            os.kill(pid, signal.SIGTERM)
-        else:
-            os.write(master, b"\x03")
-        sent = time.monotonic()
-        deadline = sent + 5
-    p, st = os.waitpid(pid, os.WNOHANG)
-    if p:
-        status = os.waitstatus_to_exitcode(st)
-# What ferry wrote just before it exited may still wait in the pty (EIO
-# once it is drained and the child gone).
-while select.select([master], [], [], 0.5)[0]:
-    try:
-        chunk = os.read(master, 4096)
-    except OSError:
-        break
-    if not chunk:
-        break
-    out += chunk
-if status is None:
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    print("still running" if sent else "no prompt")
-else:
-    print(status if status >= 0 else 128 - status)
-print("echo", "on" if termios.tcgetattr(master)[3] & termios.ECHO else "off")
-sys.stdout.write(out.decode(errors="replace").replace("\r", ""))
-PY
-
 at_prompt () {  # SIG WHAT ADDRESS FERRY-ARG...
     local sig=$1 what=$2 address=$3; shift 3
-    $DFL HOME="$SSH_HOME" SSH_AUTH_SOCK= python3 "$T/on-a-pty.py" "$sig" \
+    # ferry on a new pty as its controlling terminal; at the prompt, the signal.
+    $DFL HOME="$SSH_HOME" SSH_AUTH_SOCK= python3 "$(dirname "$0")/on-a-pty.py" "$sig" \
         "$FERRY" --ask-password "$@" "$address" < /dev/null > "$T/out"
     cat "$T/out" >&2
     assert_eq $((128 + $(kill -l "$sig"))) "$(sed -n 1p "$T/out")" "$what, SIG$sig: exit code"

@@ -191,8 +191,15 @@ signal_watch_stop_pending (void)
 int
 signal_watch_poll (int fd, short events, gint64 deadline)
 {
+  struct pollfd pfd = { .fd = fd, .events = events };
+
+  return signal_watch_poll_many (&pfd, 1, deadline);
+}
+
+int
+signal_watch_poll_many (struct pollfd *fds, nfds_t n, gint64 deadline)
+{
   for (;;) {
-    struct pollfd pfd = { .fd = fd, .events = events };
     int slice = STOP_CHECK_MS, r;
 
     if (stop_pending) {
@@ -205,7 +212,7 @@ signal_watch_poll (int fd, short events, gint64 deadline)
         return 0;
       slice = (int) MIN (slice, left_ms);
     }
-    r = poll (&pfd, 1, slice);
+    r = poll (fds, n, slice);
     if (r > 0)
       return 1;
     if (r < 0 && errno != EINTR)

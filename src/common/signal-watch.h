@@ -10,6 +10,7 @@
 #ifndef FERRY_SIGNAL_WATCH_H
 #define FERRY_SIGNAL_WATCH_H
 
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 
@@ -59,6 +60,8 @@ int signal_watch_stop_pending (void);
  * for the stop at least every 200 ms: poll(2) returns at a signal, but
  * only in the thread that took it, and a forwarder's workers never do. */
 int signal_watch_poll (int fd, short events, gint64 deadline);
+/* The same for @n fds: 1 once any of them is ready. */
+int signal_watch_poll_many (struct pollfd *fds, nfds_t n, gint64 deadline);
 
 /* A connect (a socket's, an ssh channel's) that a stop signal gave up:
  * *@error says "stopped by SIGTERM while connecting to @what", with 128 +

@@ -374,6 +374,7 @@ static const struct endpoint_ops ssh_ops = {
 
 /* One non-blocking libssh request, repeated by ferry_ssh_conn_wait. */
 struct open_step {
+  struct ferry_ssh_conn *conn;  /* the channel's session (not a reference) */
   ssh_channel channel;
   const struct address_ssh *ssh;
   int tcp_port;
@@ -462,32 +463,37 @@ step_batch (void *data)
   return SSH_OK;
 }
 
-/* Run @steps in turn on @n channels (p[j].channel: new ones, where a spare
- * was not given), each step on all of them at once.  False with *@why (and
- * *@failed, the first channel that failed) if any failed: then none is
- * left open. */
+/* Run @steps in turn on @n channels (p[j].channel: new ones on @conn,
+ * where a spare was not given; a spare's on its own session), each step on
+ * all of them at once.  False with *@why (and *@failed, the first channel
+ * that failed) if any failed: then none is left open. */
 static bool
 open_channels (struct ferry_ssh_conn *conn, struct open_step *p, size_t n,
                int (*const *steps) (void *), size_t n_steps, size_t *failed, char **why)
 {
-  ssh_session s = ferry_ssh_conn_session (conn);
+  g_autofree struct ferry_ssh_conn **conns = g_new (struct ferry_ssh_conn *, n);
   g_autofree int *rc = g_new (int, n);
   struct open_batch batch = { p, n, NULL, rc };
   size_t opened = 0;
   int result = SSH_OK;
 
-  for (; opened < n; opened++)
-    if (p[opened].channel == NULL && (p[opened].channel = ssh_channel_new (s)) == NULL) {
+  for (; opened < n; opened++) {
+    if (p[opened].conn == NULL)
+      p[opened].conn = conn;
+    conns[opened] = p[opened].conn;
+    if (p[opened].channel == NULL &&
+        (p[opened].channel = ssh_channel_new (ferry_ssh_conn_session (conns[opened]))) == NULL) {
       *failed = opened;
-      *why = g_strdup (ssh_get_error (s));
+      *why = g_strdup (ssh_get_error (ferry_ssh_conn_session (conns[opened])));
       goto fail;
     }
+  }
   for (size_t i = 0; i < n_steps && result == SSH_OK; i++) {
     gint64 start = g_get_monotonic_time ();
     for (size_t j = 0; j < n; j++)
       rc[j] = SSH_AGAIN;
     batch.step = steps[i];
-    result = ferry_ssh_conn_wait (conn, step_batch, &batch, SSH_AGAIN);
+    result = ferry_ssh_conn_wait_many (conns, n, step_batch, &batch, SSH_AGAIN);
     for (size_t j = 0; i == 0 && j < n; j++)
       if (!p[j].opened_ahead)
         p[j].round_trip = g_get_monotonic_time () - start;
@@ -496,7 +502,8 @@ open_channels (struct ferry_ssh_conn *conn, struct open_step *p, size_t n,
     return true;
   for (*failed = 0; *failed < n - 1 && rc[*failed] == SSH_OK; (*failed)++)
     ;
-  *why = g_strdup (result == SSH_AGAIN ? "timed out" : ssh_get_error (s));
+  *why = g_strdup (result == SSH_AGAIN ? "timed out"
+                                       : ssh_get_error (ferry_ssh_conn_session (conns[*failed])));
 fail:
   /* NULL again: a caller may try @p once more (proxy=auto's fallback). */
   for (size_t j = 0; j < opened; j++)
@@ -697,14 +704,15 @@ on_exit_signal (ssh_session session, ssh_channel channel, const char *signal, in
 }
 
 struct endpoint_ssh_spares {
-  struct ferry_ssh_conn *conn;  /* a reference: the channels go first */
+  struct ferry_ssh_conn **conns;  /* a reference on each channel's session:
+                                     the channels go first */
   struct open_step *steps;    /* the open session channels */
   size_t n;
   size_t taken;               /* steps[0..taken) are endpoints' now */
 };
 
 struct endpoint_ssh_spares *
-endpoint_ssh_open_spares (struct ferry_ssh_conn *conn, size_t n, GError **error)
+endpoint_ssh_open_spares (struct ferry_ssh_conn *const *conns, size_t n, GError **error)
 {
   static int (*const open[]) (void *) = { step_session };
   struct endpoint_ssh_spares *spares = g_new0 (struct endpoint_ssh_spares, 1);
@@ -712,10 +720,12 @@ endpoint_ssh_open_spares (struct ferry_ssh_conn *conn, size_t n, GError **error)
   size_t failed;
 
   spares->steps = g_new0 (struct open_step, n);
-  if (!open_channels (conn, spares->steps, n, open, G_N_ELEMENTS (open), &failed, &why)) {
-    if (!signal_watch_set_stopped (error, ferry_ssh_conn_name (conn)))
+  for (size_t j = 0; j < n; j++)
+    spares->steps[j].conn = conns[j];
+  if (!open_channels (conns[0], spares->steps, n, open, G_N_ELEMENTS (open), &failed, &why)) {
+    if (!signal_watch_set_stopped (error, ferry_ssh_conn_name (conns[0])))
       g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "%s: cannot open a session channel: %s",
-                   ferry_ssh_conn_name (conn), why);
+                   ferry_ssh_conn_name (conns[0]), why);
     g_free (spares->steps);
     g_free (spares);
     return NULL;
@@ -724,7 +734,9 @@ endpoint_ssh_open_spares (struct ferry_ssh_conn *conn, size_t n, GError **error)
     spares->steps[j].opened_ahead = true;
     spares->steps[j].shares = n;
   }
-  spares->conn = ferry_ssh_conn_ref (conn);
+  spares->conns = g_new (struct ferry_ssh_conn *, n);
+  for (size_t j = 0; j < n; j++)
+    spares->conns[j] = ferry_ssh_conn_ref (conns[j]);
   spares->n = n;
   return spares;
 }
@@ -736,7 +748,9 @@ endpoint_ssh_spares_free (struct endpoint_ssh_spares *spares)
     return;
   for (size_t j = spares->taken; j < spares->n; j++)
     ssh_channel_free (spares->steps[j].channel);
-  ferry_ssh_conn_unref (spares->conn);
+  for (size_t j = 0; j < spares->n; j++)
+    ferry_ssh_conn_unref (spares->conns[j]);
+  g_free (spares->conns);
   g_free (spares->steps);
   g_free (spares);
 }
@@ -773,7 +787,8 @@ endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, struct endpoint_ssh_spares 
     return false;
   }
   for (size_t j = 0; j < n; j++) {
-    struct channel_endpoint *se = channel_endpoint_new (conn, ferry_ssh_conn_name (conn),
+    struct channel_endpoint *se = channel_endpoint_new (steps[j].conn,
+                                                        ferry_ssh_conn_name (steps[j].conn),
                                                         steps[j].channel, steps[j].round_trip,
                                                         steps[j].shares);
     se->command = g_strdup (commands[j]);

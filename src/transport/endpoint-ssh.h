@@ -30,6 +30,7 @@ struct ferry_ssh_conn *ferry_ssh_conn_new (const struct address *address,
 void ferry_ssh_conn_unref (struct ferry_ssh_conn *conn);
 const char *ferry_ssh_conn_name (struct ferry_ssh_conn *conn);
 void ferry_ssh_conn_report_failure_myself (struct ferry_ssh_conn *conn);
+struct ferry_ssh_conn *ferry_ssh_conn_ref (struct ferry_ssh_conn *conn);
 
 /* Session channels opened ahead (endpoint_ssh_open_spares). */
 struct endpoint_ssh_spares;
@@ -56,13 +57,14 @@ struct endpoint *endpoint_ssh_exec_on (struct ferry_ssh_conn *conn,
 bool endpoint_ssh_exec_many (struct ferry_ssh_conn *conn, struct endpoint_ssh_spares *spares,
                              size_t n, const char *const *commands, const char *const *labels,
                              struct endpoint **endpoints, size_t *failed, GError **error);
-/* @n session channels opened at once on @conn, for commands that run
- * later (endpoint_ssh_exec_on and _many take them in turn): a command on
- * a spare costs the exec's round trip alone.  With --streams, the other
+/* @n session channels opened at once, the j-th on @conns[j] (one session
+ * each, or the same one repeated), for commands that run later
+ * (endpoint_ssh_exec_on and _many take them in turn): a command on a
+ * spare costs the exec's round trip alone.  With --streams, the other
  * channels open in the first one's round trip.  The spares hold a
- * reference on @conn.  Errors as endpoint_ssh_exec_on's. */
-struct endpoint_ssh_spares *endpoint_ssh_open_spares (struct ferry_ssh_conn *conn, size_t n,
-                                                      GError **error);
+ * reference on each session.  Errors as endpoint_ssh_exec_on's. */
+struct endpoint_ssh_spares *endpoint_ssh_open_spares (struct ferry_ssh_conn *const *conns,
+                                                      size_t n, GError **error);
 /* Closes the spares not taken. */
 void endpoint_ssh_spares_free (struct endpoint_ssh_spares *spares);
 /* An exec channel's remote stderr is dropped from now on, and at its end:

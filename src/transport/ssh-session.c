@@ -51,6 +51,8 @@ struct ferry_ssh_conn {
   bool dead;
   char *failure;              /* why it died; NULL while alive */
   bool owner_reports_failure; /* ferry_ssh_conn_report_failure_myself */
+  unsigned keepalive_seconds; /* 0: none */
+  bool prompted;              /* logged in at a password or keyboard-interactive prompt */
 };
 
 static void conn_die (struct ferry_ssh_conn *c, const char *reason);
@@ -223,7 +225,18 @@ on_keepalive (gpointer data)
 int
 ferry_ssh_conn_wait (struct ferry_ssh_conn *c, int (*step) (void *data), void *data, int again)
 {
-  return ferry_ssh_wait (c->session, step, data, again, c->exchange_ms);
+  return ferry_ssh_conn_wait_many (&c, 1, step, data, again);
+}
+
+int
+ferry_ssh_conn_wait_many (struct ferry_ssh_conn *const *conns, size_t n,
+                          int (*step) (void *data), void *data, int again)
+{
+  g_autofree ssh_session *sessions = g_new (ssh_session, n);
+
+  for (size_t i = 0; i < n; i++)
+    sessions[i] = conns[i]->session;
+  return ferry_ssh_wait_many (sessions, n, step, data, again, conns[0]->exchange_ms);
 }
 
 static int
@@ -259,44 +272,27 @@ conn_proxy (struct ferry_ssh_conn *c, const struct address *a,
   return true;
 }
 
-/* Connect, check the host key and log in, every network wait through
- * ferry_ssh_wait, so that a stop signal ends it. */
-static bool
-conn_open (struct ferry_ssh_conn *c, const struct address *a,
-           const struct connect_options *opts, GError **error)
-{
-  int rc;
-
-  if (opts->proxy && !conn_proxy (c, a, opts, error))
-    return false;
-  ssh_set_blocking (c->session, 0);
-  rc = ferry_ssh_wait (c->session, step_connect, c->session, SSH_AGAIN,
-                       c->timeout_ms < 0 ? HANDSHAKE_MS : c->timeout_ms);
-  if (rc != SSH_OK) {
-    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
-                     rc == SSH_AGAIN ? "timed out" : ssh_get_error (c->session));
-    return false;
-  }
-  return ferry_ssh_verify_host_key (c->session, c->name, a, error) &&
-         ferry_ssh_authenticate (c->session, c->name, c->exchange_ms, a, c->ask_password, error);
-}
-
-struct ferry_ssh_conn *
-ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
+/* A new session, connected (the key exchange done) but neither checked
+ * nor logged in, and not watched yet: every network wait goes through
+ * ferry_ssh_wait, so that a stop signal ends it.  @ask_password allows the
+ * passphrase prompt (the login's own prompts are ferry_ssh_authenticate's). */
+static struct ferry_ssh_conn *
+conn_connect (const struct address *a, const struct connect_options *opts, bool ask_password,
               GError **error)
 {
   g_autoptr (FerrySshConn) c = g_new0 (struct ferry_ssh_conn, 1);
-  g_autoptr (GError) opened = NULL;
   unsigned keepalive = opts->keepalive_given ? opts->keepalive : FERRY_DEFAULT_SSH_KEEPALIVE;
+  int rc;
 
   c->refs = 1;
   c->clients = g_ptr_array_new ();
   c->timeout_ms = connect_timeout_ms (opts);
+  c->keepalive_seconds = keepalive;
   /* A blocking exchange stops the main loop, and with it the keepalives:
    * unbounded, one on a link that froze would hold ferry for ever. */
   c->exchange_ms = c->timeout_ms >= 0 ? c->timeout_ms
                  : keepalive > 0 ? (int) (keepalive * FERRY_KEEPALIVE_PROBES * 1000) : -1;
-  c->ask_password = opts->ask_password;
+  c->ask_password = ask_password;
   c->session = ssh_new ();
   if (c->session == NULL) {
     ferry_set_error (error, FERRY_EXIT_CONNECT,
@@ -309,28 +305,113 @@ ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
   ssh_set_callbacks (c->session, &c->callbacks);
   ssh_set_counters (c->session, &c->counter, NULL);
 
-  if (!ferry_ssh_configure (c->session, a, opts, &c->name, error))
+  if (!ferry_ssh_configure (c->session, a, opts, &c->name, error) ||
+      (opts->proxy && !conn_proxy (c, a, opts, error)))
     return NULL;
-  if (!conn_open (c, a, opts, &opened)) {
-    if (!signal_watch_set_stopped (error, a->text))
-      g_propagate_error (error, g_steal_pointer (&opened));
+  ssh_set_blocking (c->session, 0);
+  rc = ferry_ssh_wait (c->session, step_connect, c->session, SSH_AGAIN,
+                       c->timeout_ms < 0 ? HANDSHAKE_MS : c->timeout_ms);
+  if (rc != SSH_OK) {
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
+                     rc == SSH_AGAIN ? "timed out" : ssh_get_error (c->session));
     return NULL;
   }
+  return g_steal_pointer (&c);
+}
 
+/* A stop signal that gave up @c's set-up says so, as "stopped by SIGTERM
+ * while connecting to ADDRESS", rather than @c's own error. */
+static struct ferry_ssh_conn *
+conn_finish_setup (struct ferry_ssh_conn *c, bool ok, const struct address *a, GError *failure,
+                   GError **error)
+{
+  if (c && ok)
+    return c;
+  ferry_ssh_conn_unref (c);
+  if (!signal_watch_set_stopped (error, a->text))
+    g_propagate_error (error, failure);
+  else
+    g_clear_error (&failure);
+  return NULL;
+}
+
+struct ferry_ssh_conn *
+ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
+                    GError **error)
+{
+  return ferry_ssh_conn_new_first (a, opts, NULL, NULL, error);
+}
+
+struct ferry_ssh_conn *
+ferry_ssh_conn_new_first (const struct address *a, const struct connect_options *opts,
+                          void (*verified) (struct ferry_ssh_conn *conn, void *data), void *data,
+                          GError **error)
+{
+  GError *failure = NULL;
+  struct ferry_ssh_conn *c = conn_connect (a, opts, opts->ask_password, &failure);
+  bool ok = c && ferry_ssh_verify_host_key (c->session, c->name, a, &failure);
+
+  if (ok && verified)
+    verified (c, data);
+  ok = ok && ferry_ssh_authenticate (c->session, c->name, c->exchange_ms, a, c->ask_password,
+                                     &c->prompted, &failure) &&
+       ferry_ssh_conn_watch (c, a, &failure);
+  return conn_finish_setup (c, ok, a, failure, error);
+}
+
+struct ferry_ssh_conn *
+ferry_ssh_conn_new_beside (const struct address *a, const struct connect_options *opts,
+                           ssh_key (*trusted) (void *data), void *data, GError **error)
+{
+  GError *failure = NULL;
+  struct ferry_ssh_conn *c = conn_connect (a, opts, false, &failure);
+  ssh_key offered = NULL, key;
+  bool ok;
+
+  if (c == NULL)
+    return conn_finish_setup (NULL, false, a, failure, error);
+  key = trusted (data);
+  ok = ssh_get_server_publickey (c->session, &offered) == SSH_OK && key &&
+       ssh_key_cmp (offered, key, SSH_KEY_CMP_PUBLIC) == 0;
+  ssh_key_free (offered);
+  if (!ok)
+    ferry_set_error (&failure, FERRY_EXIT_SSH_HOSTKEY,
+                     key ? "%s offers another host key than the first session's"
+                         : "%s: the first session failed", c->name);
+  ok = ok && ferry_ssh_authenticate (c->session, c->name, c->exchange_ms, a, false, NULL,
+                                     &failure);
+  return conn_finish_setup (c, ok, a, failure, error);
+}
+
+bool
+ferry_ssh_conn_watch (struct ferry_ssh_conn *c, const struct address *a, GError **error)
+{
   c->event = ssh_event_new ();
-  if (c->event == NULL || ssh_event_add_session (c->event, c->session) != SSH_OK) {
-    ferry_set_error (error, FERRY_EXIT_CONNECT,
-                     "cannot connect to '%s': cannot watch the ssh session", a->text);
-    return NULL;
-  }
+  if (c->event == NULL || ssh_event_add_session (c->event, c->session) != SSH_OK)
+    return ferry_set_error (error, FERRY_EXIT_CONNECT,
+                            "cannot connect to '%s': cannot watch the ssh session", a->text);
   c->source = (struct conn_source *) g_source_new (&conn_source_funcs, sizeof *c->source);
   c->source->conn = c;
   c->events = G_IO_IN;
   c->source->tag = g_source_add_unix_fd (&c->source->source, ssh_get_fd (c->session), c->events);
   gsource_attach (&c->source->source);
-  if (keepalive > 0)
-    c->keepalive = gsource_timer_new (keepalive, on_keepalive, c);
-  return g_steal_pointer (&c);
+  if (c->keepalive_seconds > 0)
+    c->keepalive = gsource_timer_new (c->keepalive_seconds, on_keepalive, c);
+  return true;
+}
+
+ssh_key
+ferry_ssh_conn_host_key (struct ferry_ssh_conn *c)
+{
+  ssh_key key = NULL;
+
+  return ssh_get_server_publickey (c->session, &key) == SSH_OK ? key : NULL;
+}
+
+bool
+ferry_ssh_conn_prompted (struct ferry_ssh_conn *c)
+{
+  return c->prompted;
 }
 
 struct ferry_ssh_conn *

@@ -49,6 +49,33 @@ struct ferry_ssh_client {
 struct ferry_ssh_conn *ferry_ssh_conn_new (const struct address *address,
                                const struct connect_options *options,
                                GError **error);
+/* The same, calling @verified once the server's host key is checked,
+ * before the login (ssh-stream-sessions.c: the other sessions log in
+ * meanwhile). */
+struct ferry_ssh_conn *ferry_ssh_conn_new_first (const struct address *address,
+                                                 const struct connect_options *options,
+                                                 void (*verified) (struct ferry_ssh_conn *conn,
+                                                                   void *data),
+                                                 void *data, GError **error);
+/* Another session to the host of one that ferry_ssh_conn_new_first makes
+ * or made (a copy's streams: ssh-stream-sessions.h), on any thread.  Its
+ * server must offer the host key that @trusted returns (which may block
+ * until the first session has checked it; NULL if that failed), and it logs
+ * in with the agent and key files alone, never at a prompt.  Not watched
+ * yet: ferry_ssh_conn_watch, on the main loop's thread.  Errors as
+ * ferry_ssh_conn_new's. */
+struct ferry_ssh_conn *ferry_ssh_conn_new_beside (const struct address *address,
+                                                  const struct connect_options *options,
+                                                  ssh_key (*trusted) (void *data), void *data,
+                                                  GError **error);
+/* The session joins the main loop (ferry_ssh_conn_new's do already). */
+bool ferry_ssh_conn_watch (struct ferry_ssh_conn *conn, const struct address *address,
+                           GError **error);
+/* The key the server offered (the caller frees it), or NULL. */
+ssh_key ferry_ssh_conn_host_key (struct ferry_ssh_conn *conn);
+/* The login took a password or keyboard-interactive answers at the
+ * terminal: another session would need them again. */
+bool ferry_ssh_conn_prompted (struct ferry_ssh_conn *conn);
 struct ferry_ssh_conn *ferry_ssh_conn_ref (struct ferry_ssh_conn *conn);
 /* The last reference flushes what libssh still holds (bounded), then
  * disconnects. */
@@ -72,6 +99,9 @@ guint64 ferry_ssh_conn_bytes_in (struct ferry_ssh_conn *conn);
  * timeout. */
 int ferry_ssh_conn_wait (struct ferry_ssh_conn *conn, int (*step) (void *data), void *data,
                    int again);
+/* The same for @step over channels of @n sessions (which may repeat). */
+int ferry_ssh_conn_wait_many (struct ferry_ssh_conn *const *conns, size_t n,
+                              int (*step) (void *data), void *data, int again);
 
 /* After the session died, @client's interest grew (a relay whose buffer
  * drained wants to read again): one more dispatch tells it of the failure,

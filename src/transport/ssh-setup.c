@@ -21,7 +21,15 @@ int
 ferry_ssh_wait (ssh_session session, int (*step) (void *data), void *data, int again,
                 int timeout_ms)
 {
+  return ferry_ssh_wait_many (&session, 1, step, data, again, timeout_ms);
+}
+
+int
+ferry_ssh_wait_many (ssh_session *sessions, size_t n, int (*step) (void *data), void *data,
+                     int again, int timeout_ms)
+{
   gint64 deadline = timeout_ms < 0 ? -1 : g_get_monotonic_time () + timeout_ms * G_GINT64_CONSTANT (1000);
+  g_autofree struct pollfd *fds = g_new (struct pollfd, n);
   int rc;
 
   /* A stop signal gives up the wait (the main loop, blocked meanwhile,
@@ -30,11 +38,14 @@ ferry_ssh_wait (ssh_session session, int (*step) (void *data), void *data, int a
   while ((rc = step (data)) == again && !signal_watch_stop_pending ()) {
     gint64 now = g_get_monotonic_time ();
     gint64 slice_end = now + WAIT_SLICE_MS * G_GINT64_CONSTANT (1000);
-    short events = POLLIN | (ssh_get_poll_flags (session) & SSH_WRITE_PENDING ? POLLOUT : 0);
     if (deadline >= 0 && now >= deadline)
       break;
-    signal_watch_poll (ssh_get_fd (session), events,
-                       deadline >= 0 ? MIN (deadline, slice_end) : slice_end);
+    for (size_t i = 0; i < n; i++)
+      fds[i] = (struct pollfd) {
+        .fd = ssh_get_fd (sessions[i]),
+        .events = POLLIN | (ssh_get_poll_flags (sessions[i]) & SSH_WRITE_PENDING ? POLLOUT : 0),
+      };
+    signal_watch_poll_many (fds, n, deadline >= 0 ? MIN (deadline, slice_end) : slice_end);
   }
   return rc;
 }
@@ -277,7 +288,8 @@ describe_methods (int methods)
 
 bool
 ferry_ssh_authenticate (ssh_session s, const char *name, int timeout_ms,
-                        const struct address *a, bool ask_password, GError **error)
+                        const struct address *a, bool ask_password, bool *prompted,
+                        GError **error)
 {
   /* Keys first: a server's refusal of one lists the methods it accepts,
    * which saves the round trip of asking ("none").  Only when no key was
@@ -303,6 +315,8 @@ ferry_ssh_authenticate (ssh_session s, const char *name, int timeout_ms,
     if (rc != SSH_AUTH_SUCCESS && rc != SSH_AUTH_ERROR && rc != SSH_AUTH_AGAIN &&
         (methods & SSH_AUTH_METHOD_PASSWORD))
       rc = auth_password (s, name, timeout_ms);
+    if (prompted)
+      *prompted = rc == SSH_AUTH_SUCCESS;
   }
   if (rc == SSH_AUTH_SUCCESS)
     return true;

@@ -35,10 +35,11 @@ bool ferry_ssh_verify_host_key (ssh_session session, const char *name,
  * Errors: FERRY_EXIT_SSH_AUTH (the server's methods and what was tried), or
  * FERRY_EXIT_CONNECT when the server fails or does not answer.  @name
  * ("USER@HOST:PORT") is for the prompt and messages; every wait is
- * ferry_ssh_wait's, for at most @timeout_ms. */
+ * ferry_ssh_wait's, for at most @timeout_ms.  *@prompted (if not NULL)
+ * becomes true when the login took answers at the terminal. */
 bool ferry_ssh_authenticate (ssh_session session, const char *name, int timeout_ms,
                              const struct address *address, bool ask_password,
-                             GError **error);
+                             bool *prompted, GError **error);
 
 /* Repeat @step while it returns @again, waiting for @session's fd in
  * between, for at most @timeout_ms (-1: no limit).  Returns @step's last
@@ -47,6 +48,9 @@ bool ferry_ssh_authenticate (ssh_session session, const char *name, int timeout_
  * handshake, logging in, opening a channel) before a relay starts. */
 int ferry_ssh_wait (ssh_session session, int (*step) (void *data), void *data, int again,
                     int timeout_ms);
+/* The same, waking for any of @n sessions (@step drives them all). */
+int ferry_ssh_wait_many (ssh_session *sessions, size_t n, int (*step) (void *data), void *data,
+                         int again, int timeout_ms);
 
 /* libssh's auth_function callback: a key passphrase, asked for on the
  * controlling terminal (never stdio, which carries data), only when the
