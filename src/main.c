@@ -538,6 +538,9 @@ static const struct option {
   { "delta", 0, GROUP_STREAM, parse_set, FIELD (options.stream.delta), NULL,
     "With --streams (2 or more): send only the 64 KiB blocks whose digest differs from "
     "the destination's (a resumed or refreshed copy)" },
+  { "session-per-stream", 0, GROUP_STREAM, parse_set, FIELD (options.stream.session_per_stream),
+    NULL, "With --streams over ssh: each stream logs in on an ssh connection of its own "
+    "(with keys; one sshd each on HOST)" },
   { "ranged", 0, GROUP_STREAM, parse_set, FIELD (options.stream.ranged), NULL, NULL },
   { "nbd-digest", 0, GROUP_STREAM, parse_string, FIELD (options.stream.digest), "IMAGE",
     "Print the block-hash digest (SHA-256, 64 KiB blocks) of an NBD export, a local "

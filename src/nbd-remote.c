@@ -925,8 +925,8 @@ start_rest (struct remote_copy *rc)
 }
 
 /* Connect once (the host key, the login) and, with --streams, each
- * stream's session (ssh-stream-sessions.h); then every stream's channel
- * opens at once.  A copy on this host has nothing to connect to.
+ * stream's session (ssh-stream-sessions.h: by default, the one); then
+ * every stream's channel opens at once.  A copy on this host has nothing to connect to.
  * A stop signal gives up the handshake, the login (and its prompt, which
  * puts the terminal's echo back) and the channel's opening, with "stopped
  * by SIGTERM while connecting to ADDRESS": not in the handler, which would
@@ -941,10 +941,12 @@ far_connect (struct remote_copy *rc, const struct address *address, GError **err
 
   if (rc->same_host)
     return true;
-  if (!ssh_stream_sessions_connect (address, &rc->options->connect, n, conns, &own, &why, error))
+  if (!ssh_stream_sessions_connect (address, &rc->options->connect, n,
+                                    rc->options->stream.session_per_stream, conns, &own, &why,
+                                    error))
     return false;
   rc->conn = ferry_ssh_conn_ref (conns[0]);
-  if (rc->options->stream.verbose && own < n - 1)
+  if (rc->options->stream.verbose && why)
     ferry_report ("%s: %zu of %zu streams share another stream's session: %s",
                   ferry_ssh_conn_name (rc->conn), n - 1 - own, n, why);
   for (size_t i = 0; i < n; i++)

@@ -4,8 +4,8 @@
 # the host and the stream, and leaves no local half behind; a --delta
 # re-run then completes the upload); a missing
 # remote export (30, one line, not one per stream); usage errors (2; among them --delta with
-# --destination-is-zero).  A server's MaxSessions below --streams, where
-# the streams share one session, is copy-remote-sessions'.
+# --destination-is-zero); a server's MaxSessions below --streams (3, one
+# line, before any remote half runs).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
@@ -20,6 +20,8 @@ usage () {  # TEXT ARGS...
     assert_eq "ferry: $text" "$(cat "$T/usage.err")" "usage: $*: message"
 }
 usage "--streams goes with --remote-nbd-send or --remote-nbd-receive; see 'ferry --help'" --nbd-send=x --streams=2
+usage "--session-per-stream goes with --remote-nbd-send or --remote-nbd-receive; see 'ferry --help'" \
+    --nbd-send=x --session-per-stream
 usage "invalid --streams '0': expected 1 to 16; see 'ferry --help'" --nbd-send=x --remote-nbd-receive=y --streams=0 ssh://h
 usage "invalid --streams '17': expected 1 to 16; see 'ferry --help'" --nbd-send=x --remote-nbd-receive=y --streams=17 ssh://h
 usage "--no-verify goes with --streams=1: the ranges of more streams are checked by their digests; see 'ferry --help'" \
@@ -124,3 +126,15 @@ for way in $ways; do
     wait_until 10 gone
     rm -f "$T"/pids/*
 done
+
+# A server that allows fewer sessions than --streams: all the channels open
+# first, in one round trip, so the refusal comes before any remote half
+# runs or any byte moves: exit 3, one line.
+start_sshd few /usr/bin:/bin "MaxSessions 2"
+host=root@127.0.0.1:$SSHD_PORT
+remote_copy up "$(uri src)" "$(uri dst)" --streams=4
+assert_eq 3 "$REMOTE_RC" "MaxSessions 2: exit code"
+assert_contains "$T/remote.err" "ferry: $host: cannot open a session channel: " \
+    "MaxSessions 2: message"
+assert_eq 1 "$(wc -l < "$T/remote.err")" "MaxSessions 2: one line"
+assert_eq "" "$(ls "$T/pids")" "MaxSessions 2: remote halves run"

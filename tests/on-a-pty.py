@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Run COMMAND on a new pty, as its controlling terminal, and answer its
-password prompts ("password: ").
+password prompts (a line that ends in "password: ", or that asks for a
+passphrase).
 
   on-a-pty.py type COMMAND...   types $PTY_ANSWER and Enter at each prompt
   on-a-pty.py TERM COMMAND...   sends SIGTERM at the first prompt
@@ -17,6 +18,13 @@ pid, master = pty.fork()
 if pid == 0:
     os.execvp(argv[0], argv)
 out, prompts_seen, sent, status = b"", 0, None, None
+
+
+def prompts(text):
+    return text.count(b"password: ") + text.lower().count(b"passphrase")
+
+
+
 deadline = time.monotonic() + 60
 while status is None and time.monotonic() < deadline:
     if select.select([master], [], [], 0.1)[0]:
@@ -24,7 +32,7 @@ while status is None and time.monotonic() < deadline:
             out += os.read(master, 4096)
         except OSError:
             pass
-    if out.count(b"password: ") > prompts_seen and sent is None:
+    if prompts(out) > prompts_seen and sent is None:
         prompts_seen += 1
         if how == "type":
             os.write(master, os.environ["PTY_ANSWER"].encode() + b"\n")

@@ -78,6 +78,8 @@ struct nbd_stream_options {
                                  (doc/nbd-stream.md, section 8) */
   bool delta;                 /* --delta: with the ranged stream, only the blocks
                                  that differ from DEST's (SAME for the rest) */
+  bool session_per_stream;    /* --session-per-stream: an ssh session for each
+                                 stream (ssh-stream-sessions.h) */
   int control_fd;             /* a local half of --streams: its socket to the
                                  controller (nbd-ranges.h); 0: none */
   int report_fd;              /* a local half of the remote mode: its socket

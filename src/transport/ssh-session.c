@@ -7,6 +7,9 @@
 
 #include <libssh/callbacks.h>
 #include <libssh/server.h>      /* ssh_send_keepalive, for clients too */
+#include <netdb.h>
+#include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -39,7 +42,7 @@ struct ferry_ssh_conn {
                                  handshake (login, opening channels) may wait:
                                  the connect timeout, or else as long as the
                                  keepalives would take to give up; -1: none */
-  bool ask_password;
+  struct ferry_ssh_prompts prompts;  /* --ask-password, and whether the login asked */
   struct ssh_callbacks_struct callbacks;  /* passphrase prompts */
   struct ssh_counter_struct counter;      /* bytes read from the socket */
   GPtrArray *clients;         /* struct ferry_ssh_client *, not owned */
@@ -52,7 +55,6 @@ struct ferry_ssh_conn {
   char *failure;              /* why it died; NULL while alive */
   bool owner_reports_failure; /* ferry_ssh_conn_report_failure_myself */
   unsigned keepalive_seconds; /* 0: none */
-  bool prompted;              /* logged in at a password or keyboard-interactive prompt */
 };
 
 static void conn_die (struct ferry_ssh_conn *c, const char *reason);
@@ -239,12 +241,6 @@ ferry_ssh_conn_wait_many (struct ferry_ssh_conn *const *conns, size_t n,
   return ferry_ssh_wait_many (sessions, n, step, data, again, conns[0]->exchange_ms);
 }
 
-static int
-step_connect (void *session)
-{
-  return ssh_connect (session);
-}
-
 /* --proxy: libssh takes the tunnel's socket (and closes it), to the
  * host and port that ~/.ssh/config made of the address's. */
 static bool
@@ -272,13 +268,36 @@ conn_proxy (struct ferry_ssh_conn *c, const struct address *a,
   return true;
 }
 
+/* ssh_connect, repeated by ferry_ssh_wait; @connected is called once the
+ * server's banner has come (it accepted the connection). */
+struct connect_step {
+  struct ferry_ssh_conn *conn;
+  void (*connected) (struct ferry_ssh_conn *conn, void *data);
+  void *data;
+};
+
+static int
+step_connect (void *data)
+{
+  struct connect_step *p = data;
+  int rc = ssh_connect (p->conn->session);
+
+  if (p->connected && ssh_get_serverbanner (p->conn->session)) {
+    p->connected (p->conn, p->data);
+    p->connected = NULL;
+  }
+  return rc;
+}
+
 /* A new session, connected (the key exchange done) but neither checked
  * nor logged in, and not watched yet: every network wait goes through
- * ferry_ssh_wait, so that a stop signal ends it.  @ask_password allows the
- * passphrase prompt (the login's own prompts are ferry_ssh_authenticate's). */
+ * ferry_ssh_wait, so that a stop signal ends it.  @may_prompt allows the
+ * passphrase prompt (the login's own prompts are ferry_ssh_authenticate's).
+ * @host and @port, if @host is not NULL, replace where the address and
+ * ~/.ssh/config lead.  @step's callback, if any, is called as it says. */
 static struct ferry_ssh_conn *
-conn_connect (const struct address *a, const struct connect_options *opts, bool ask_password,
-              GError **error)
+conn_connect (const struct address *a, const struct connect_options *opts, bool may_prompt,
+              const char *host, unsigned port, struct connect_step *step, GError **error)
 {
   g_autoptr (FerrySshConn) c = g_new0 (struct ferry_ssh_conn, 1);
   unsigned keepalive = opts->keepalive_given ? opts->keepalive : FERRY_DEFAULT_SSH_KEEPALIVE;
@@ -292,14 +311,14 @@ conn_connect (const struct address *a, const struct connect_options *opts, bool 
    * unbounded, one on a link that froze would hold ferry for ever. */
   c->exchange_ms = c->timeout_ms >= 0 ? c->timeout_ms
                  : keepalive > 0 ? (int) (keepalive * FERRY_KEEPALIVE_PROBES * 1000) : -1;
-  c->ask_password = ask_password;
+  c->prompts.allowed = may_prompt;
   c->session = ssh_new ();
   if (c->session == NULL) {
     ferry_set_error (error, FERRY_EXIT_CONNECT,
                      "cannot connect to '%s': cannot create an ssh session", a->text);
     return NULL;
   }
-  c->callbacks.userdata = &c->ask_password;
+  c->callbacks.userdata = &c->prompts;
   c->callbacks.auth_function = ferry_ssh_passphrase_prompt;
   ssh_callbacks_init (&c->callbacks);
   ssh_set_callbacks (c->session, &c->callbacks);
@@ -308,8 +327,15 @@ conn_connect (const struct address *a, const struct connect_options *opts, bool 
   if (!ferry_ssh_configure (c->session, a, opts, &c->name, error) ||
       (opts->proxy && !conn_proxy (c, a, opts, error)))
     return NULL;
+  if (host && (ssh_options_set (c->session, SSH_OPTIONS_HOST, host) < 0 ||
+               ssh_options_set (c->session, SSH_OPTIONS_PORT, &port) < 0)) {
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
+                     ssh_get_error (c->session));
+    return NULL;
+  }
   ssh_set_blocking (c->session, 0);
-  rc = ferry_ssh_wait (c->session, step_connect, c->session, SSH_AGAIN,
+  step->conn = c;
+  rc = ferry_ssh_wait (c->session, step_connect, step, SSH_AGAIN,
                        c->timeout_ms < 0 ? HANDSHAKE_MS : c->timeout_ms);
   if (rc != SSH_OK) {
     ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
@@ -344,27 +370,29 @@ ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
 
 struct ferry_ssh_conn *
 ferry_ssh_conn_new_first (const struct address *a, const struct connect_options *opts,
-                          void (*verified) (struct ferry_ssh_conn *conn, void *data), void *data,
-                          GError **error)
+                          void (*connected) (struct ferry_ssh_conn *conn, void *data),
+                          void *data, GError **error)
 {
+  struct connect_step step = { NULL, connected, data };
   GError *failure = NULL;
-  struct ferry_ssh_conn *c = conn_connect (a, opts, opts->ask_password, &failure);
-  bool ok = c && ferry_ssh_verify_host_key (c->session, c->name, a, &failure);
+  struct ferry_ssh_conn *c = conn_connect (a, opts, opts->ask_password, NULL, 0, &step,
+                                           &failure);
+  bool ok = c && ferry_ssh_verify_host_key (c->session, c->name, a, &failure) &&
+            ferry_ssh_authenticate (c->session, c->name, c->exchange_ms, a, &c->prompts,
+                                    &failure) &&
+            ferry_ssh_conn_watch (c, a, &failure);
 
-  if (ok && verified)
-    verified (c, data);
-  ok = ok && ferry_ssh_authenticate (c->session, c->name, c->exchange_ms, a, c->ask_password,
-                                     &c->prompted, &failure) &&
-       ferry_ssh_conn_watch (c, a, &failure);
   return conn_finish_setup (c, ok, a, failure, error);
 }
 
 struct ferry_ssh_conn *
 ferry_ssh_conn_new_beside (const struct address *a, const struct connect_options *opts,
-                           ssh_key (*trusted) (void *data), void *data, GError **error)
+                           const char *host, unsigned port, ssh_key (*trusted) (void *data),
+                           void *data, GError **error)
 {
+  struct connect_step step = { 0 };
   GError *failure = NULL;
-  struct ferry_ssh_conn *c = conn_connect (a, opts, false, &failure);
+  struct ferry_ssh_conn *c = conn_connect (a, opts, false, host, port, &step, &failure);
   ssh_key offered = NULL, key;
   bool ok;
 
@@ -377,8 +405,8 @@ ferry_ssh_conn_new_beside (const struct address *a, const struct connect_options
   if (!ok)
     ferry_set_error (&failure, FERRY_EXIT_SSH_HOSTKEY,
                      key ? "%s offers another host key than the first session's"
-                         : "%s: the first session failed", c->name);
-  ok = ok && ferry_ssh_authenticate (c->session, c->name, c->exchange_ms, a, false, NULL,
+                         : "%s: the first session did not log in without a prompt", c->name);
+  ok = ok && ferry_ssh_authenticate (c->session, c->name, c->exchange_ms, a, &c->prompts,
                                      &failure);
   return conn_finish_setup (c, ok, a, failure, error);
 }
@@ -411,7 +439,24 @@ ferry_ssh_conn_host_key (struct ferry_ssh_conn *c)
 bool
 ferry_ssh_conn_prompted (struct ferry_ssh_conn *c)
 {
-  return c->prompted;
+  return c->prompts.used;
+}
+
+bool
+ferry_ssh_conn_peer_address (struct ferry_ssh_conn *c, char **host, unsigned *port)
+{
+  struct sockaddr_storage peer;
+  socklen_t len = sizeof peer;
+  char name[NI_MAXHOST], service[NI_MAXSERV];
+
+  if (getpeername (ssh_get_fd (c->session), (struct sockaddr *) &peer, &len) < 0 ||
+      (peer.ss_family != AF_INET && peer.ss_family != AF_INET6) ||
+      getnameinfo ((struct sockaddr *) &peer, len, name, sizeof name, service, sizeof service,
+                   NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return false;
+  *host = g_strdup (name);
+  *port = (unsigned) atoi (service);
+  return true;
 }
 
 struct ferry_ssh_conn *

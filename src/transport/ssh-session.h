@@ -49,23 +49,27 @@ struct ferry_ssh_client {
 struct ferry_ssh_conn *ferry_ssh_conn_new (const struct address *address,
                                const struct connect_options *options,
                                GError **error);
-/* The same, calling @verified once the server's host key is checked,
- * before the login (ssh-stream-sessions.c: the other sessions log in
- * meanwhile). */
+/* The same, calling @connected once the server has accepted the
+ * connection (its banner came), before the key exchange: the other
+ * sessions of a copy's streams (ssh-stream-sessions.c) start then, so
+ * that the first is never the one that sshd's MaxStartups refuses. */
 struct ferry_ssh_conn *ferry_ssh_conn_new_first (const struct address *address,
                                                  const struct connect_options *options,
-                                                 void (*verified) (struct ferry_ssh_conn *conn,
-                                                                   void *data),
+                                                 void (*connected) (struct ferry_ssh_conn *conn,
+                                                                    void *data),
                                                  void *data, GError **error);
 /* Another session to the host of one that ferry_ssh_conn_new_first makes
- * or made (a copy's streams: ssh-stream-sessions.h), on any thread.  Its
- * server must offer the host key that @trusted returns (which may block
- * until the first session has checked it; NULL if that failed), and it logs
- * in with the agent and key files alone, never at a prompt.  Not watched
- * yet: ferry_ssh_conn_watch, on the main loop's thread.  Errors as
+ * or made (a copy's streams: ssh-stream-sessions.h), on any thread, to
+ * @host and @port (that one's numeric peer address), whatever the address
+ * and ~/.ssh/config say.  Its server must offer the host key that
+ * @trusted returns (which may block until the first session has logged
+ * in; NULL if it did not, or only at a prompt), and it logs in with the
+ * agent and key files alone, never at a prompt.  Not watched yet:
+ * ferry_ssh_conn_watch, on the main loop's thread.  Errors as
  * ferry_ssh_conn_new's. */
 struct ferry_ssh_conn *ferry_ssh_conn_new_beside (const struct address *address,
                                                   const struct connect_options *options,
+                                                  const char *host, unsigned port,
                                                   ssh_key (*trusted) (void *data), void *data,
                                                   GError **error);
 /* The session joins the main loop (ferry_ssh_conn_new's do already). */
@@ -73,9 +77,12 @@ bool ferry_ssh_conn_watch (struct ferry_ssh_conn *conn, const struct address *ad
                            GError **error);
 /* The key the server offered (the caller frees it), or NULL. */
 ssh_key ferry_ssh_conn_host_key (struct ferry_ssh_conn *conn);
-/* The login took a password or keyboard-interactive answers at the
- * terminal: another session would need them again. */
+/* The login took a passphrase, a password or keyboard-interactive answers
+ * at the terminal: another session would need them again. */
 bool ferry_ssh_conn_prompted (struct ferry_ssh_conn *conn);
+/* The numeric address and port of the server's end of a session made
+ * over TCP; false if it runs over a ProxyCommand's pipe. */
+bool ferry_ssh_conn_peer_address (struct ferry_ssh_conn *conn, char **host, unsigned *port);
 struct ferry_ssh_conn *ferry_ssh_conn_ref (struct ferry_ssh_conn *conn);
 /* The last reference flushes what libssh still holds (bounded), then
  * disconnects. */

@@ -54,10 +54,13 @@ int
 ferry_ssh_passphrase_prompt (const char *prompt, char *buf, size_t len, int echo,
                              int verify, void *data)
 {
-  const bool *ask_password = data;
+  struct ferry_ssh_prompts *prompts = data;
 
   (void) verify;
-  return *ask_password && tty_prompt (prompt, buf, len, echo) ? 0 : -1;
+  if (!prompts->allowed || !tty_prompt (prompt, buf, len, echo))
+    return -1;
+  prompts->used = true;
+  return 0;
 }
 
 bool
@@ -288,7 +291,7 @@ describe_methods (int methods)
 
 bool
 ferry_ssh_authenticate (ssh_session s, const char *name, int timeout_ms,
-                        const struct address *a, bool ask_password, bool *prompted,
+                        const struct address *a, struct ferry_ssh_prompts *prompts,
                         GError **error)
 {
   /* Keys first: a server's refusal of one lists the methods it accepts,
@@ -309,14 +312,13 @@ ferry_ssh_authenticate (ssh_session s, const char *name, int timeout_ms,
     return true;
   methods = ssh_userauth_list (s, NULL);
   if (rc != SSH_AUTH_SUCCESS && rc != SSH_AUTH_ERROR && rc != SSH_AUTH_AGAIN &&
-      ask_password) {
+      prompts->allowed) {
     if (methods & SSH_AUTH_METHOD_INTERACTIVE)
       rc = auth_kbdint (s, timeout_ms);
     if (rc != SSH_AUTH_SUCCESS && rc != SSH_AUTH_ERROR && rc != SSH_AUTH_AGAIN &&
         (methods & SSH_AUTH_METHOD_PASSWORD))
       rc = auth_password (s, name, timeout_ms);
-    if (prompted)
-      *prompted = rc == SSH_AUTH_SUCCESS;
+    prompts->used |= rc == SSH_AUTH_SUCCESS;
   }
   if (rc == SSH_AUTH_SUCCESS)
     return true;
@@ -332,7 +334,7 @@ ferry_ssh_authenticate (ssh_session s, const char *name, int timeout_ms,
                    "%s%s", name, accepted,
                    a->ssh.keyfile ? "keyfile=, the ssh agent, then ~/.ssh/id_*"
                                   : "the ssh agent and ~/.ssh/id_*",
-                   ask_password ? ", then password and keyboard-interactive on the terminal"
+                   prompts->allowed ? ", then password and keyboard-interactive on the terminal"
                                 : " (password and keyboard-interactive only with --ask-password)");
   return false;
 }

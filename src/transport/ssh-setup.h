@@ -30,16 +30,24 @@ bool ferry_ssh_configure (ssh_session session, const struct address *address,
 bool ferry_ssh_verify_host_key (ssh_session session, const char *name,
                                 const struct address *address, GError **error);
 
+/* Whether a login may ask at the terminal (--ask-password), and whether
+ * it did: a key's passphrase, a password or keyboard-interactive answers
+ * typed there. */
+struct ferry_ssh_prompts {
+  bool allowed;
+  bool used;
+};
+
 /* The agent, then identity files (keyfile= first, then ~/.ssh/id_*); then,
- * only with @ask_password and a terminal, keyboard-interactive and password.
+ * only with @prompts->allowed and a terminal, keyboard-interactive and
+ * password (@prompts->used becomes true if one of them logged in).
  * Errors: FERRY_EXIT_SSH_AUTH (the server's methods and what was tried), or
  * FERRY_EXIT_CONNECT when the server fails or does not answer.  @name
  * ("USER@HOST:PORT") is for the prompt and messages; every wait is
- * ferry_ssh_wait's, for at most @timeout_ms.  *@prompted (if not NULL)
- * becomes true when the login took answers at the terminal. */
+ * ferry_ssh_wait's, for at most @timeout_ms. */
 bool ferry_ssh_authenticate (ssh_session session, const char *name, int timeout_ms,
-                             const struct address *address, bool ask_password,
-                             bool *prompted, GError **error);
+                             const struct address *address, struct ferry_ssh_prompts *prompts,
+                             GError **error);
 
 /* Repeat @step while it returns @again, waiting for @session's fd in
  * between, for at most @timeout_ms (-1: no limit).  Returns @step's last
@@ -54,7 +62,7 @@ int ferry_ssh_wait_many (ssh_session *sessions, size_t n, int (*step) (void *dat
 
 /* libssh's auth_function callback: a key passphrase, asked for on the
  * controlling terminal (never stdio, which carries data), only when the
- * bool at @data (--ask-password) is true. */
+ * struct ferry_ssh_prompts at @data allows it (and then noted there). */
 int ferry_ssh_passphrase_prompt (const char *prompt, char *buf, size_t len, int echo,
                                  int verify, void *data);
 

@@ -10,8 +10,8 @@
 /* How often a session waiting for the host key looks for a stop signal. */
 #define TRUST_CHECK_US (200 * 1000)
 /* Sessions beside the first, at most: OpenSSH's sshd starts refusing
- * connections that have not logged in yet at 10 (MaxStartups 10:30:100),
- * and the first is one of them. */
+ * connections that have not logged in yet at 10 (MaxStartups 10:30:100);
+ * the first is one of them, and another client's may be. */
 #define MAX_BESIDE 8
 
 struct stream_session {
@@ -25,10 +25,14 @@ struct stream_session {
 struct session_set {
   const struct address *address;
   const struct connect_options *options;
+  char *host;                 /* the first session's peer: every session */
+  unsigned port;              /* reaches the same machine */
+  bool started;               /* the threads run */
   GMutex lock;
   GCond trusted;              /* signalled once verdict is set */
-  bool verdict;               /* the first session checked the host key, or failed */
-  ssh_key key;                /* the host key it checked; NULL: none */
+  bool verdict;               /* the first session logged in, or did not */
+  ssh_key key;                /* the host key it checked, if it logged in
+                                 without a prompt; else NULL */
   struct stream_session *sessions;
   size_t n;
 };
@@ -49,7 +53,8 @@ await_trust (void *data)
   return key;
 }
 
-/* The verdict: @first's host key, or with NULL none (the first failed). */
+/* The verdict: @first's host key, or with NULL none (the first failed, or
+ * logged in only at a prompt). */
 static void
 trust (struct ferry_ssh_conn *first, void *data)
 {
@@ -72,13 +77,13 @@ connect_session (gpointer data)
 {
   struct stream_session *s = data;
 
-  s->conn = ferry_ssh_conn_new_beside (s->set->address, s->set->options, await_trust, s->set,
-                                       &s->error);
+  s->conn = ferry_ssh_conn_new_beside (s->set->address, s->set->options, s->set->host,
+                                       s->set->port, await_trust, s->set, &s->error);
   return NULL;
 }
 
 static struct session_set *
-start_sessions (const struct address *address, const struct connect_options *options, size_t n)
+session_set_new (const struct address *address, const struct connect_options *options, size_t n)
 {
   struct session_set *set = g_new0 (struct session_set, 1);
 
@@ -88,11 +93,25 @@ start_sessions (const struct address *address, const struct connect_options *opt
   g_cond_init (&set->trusted);
   set->sessions = g_new0 (struct stream_session, n);
   set->n = n;
-  for (size_t i = 0; i < n; i++) {
+  return set;
+}
+
+/* ferry_ssh_conn_new_first's @connected: the first session's server took
+ * the connection; the others connect to the same address, unless it runs
+ * through a proxy (--proxy, or a ProxyCommand's pipe), whose far end they
+ * could not pin. */
+static void
+start_sessions (struct ferry_ssh_conn *first, void *data)
+{
+  struct session_set *set = data;
+
+  if (set->options->proxy || !ferry_ssh_conn_peer_address (first, &set->host, &set->port))
+    return;
+  set->started = true;
+  for (size_t i = 0; i < set->n; i++) {
     set->sessions[i].set = set;
     set->sessions[i].thread = g_thread_new ("ssh-session", connect_session, &set->sessions[i]);
   }
-  return set;
 }
 
 /* Wait for every session's set-up (a verdict not given yet is a refusal),
@@ -105,7 +124,7 @@ finish_sessions (struct session_set *set, struct ferry_ssh_conn **conns, char **
   size_t made = 0;
 
   trust (NULL, set);
-  for (size_t i = 0; i < set->n; i++) {
+  for (size_t i = 0; set->started && i < set->n; i++) {
     struct stream_session *s = &set->sessions[i];
     g_thread_join (s->thread);
     if (s->conn && !ferry_ssh_conn_watch (s->conn, set->address, &s->error))
@@ -117,6 +136,7 @@ finish_sessions (struct session_set *set, struct ferry_ssh_conn **conns, char **
     conns[i] = s->conn;
   }
   ssh_key_free (set->key);
+  g_free (set->host);
   g_mutex_clear (&set->lock);
   g_cond_clear (&set->trusted);
   g_free (set->sessions);
@@ -126,37 +146,42 @@ finish_sessions (struct session_set *set, struct ferry_ssh_conn **conns, char **
 
 bool
 ssh_stream_sessions_connect (const struct address *address,
-                             const struct connect_options *options, size_t n,
+                             const struct connect_options *options, size_t n, bool per_stream,
                              struct ferry_ssh_conn **conns, size_t *own, char **why,
                              GError **error)
 {
-  size_t beside_n = MIN (n - 1, MAX_BESIDE), made = 1;
   struct session_set *beside = NULL;
+  size_t made = 1;
 
   *own = 0;
   *why = NULL;
-  if (beside_n > 0 && !options->ask_password)
-    beside = start_sessions (address, options, beside_n);
-  conns[0] = ferry_ssh_conn_new_first (address, options, beside ? trust : NULL, beside, error);
-  if (beside_n > 0 && conns[0] && beside == NULL) {
-    if (ferry_ssh_conn_prompted (conns[0])) {
-      *why = g_strdup ("the login took answers at the terminal");
-    } else {
-      beside = start_sessions (address, options, beside_n);
-      trust (conns[0], beside);
-    }
-  }
-  if (beside)
+  for (size_t i = 0; i < n; i++)
+    conns[i] = NULL;
+  if (per_stream && n > 1)
+    beside = session_set_new (address, options, MIN (n - 1, MAX_BESIDE));
+  conns[0] = ferry_ssh_conn_new_first (address, options, beside ? start_sessions : NULL, beside,
+                                       error);
+  if (beside) {
+    bool prompted = conns[0] && ferry_ssh_conn_prompted (conns[0]);
+    bool started = beside->started;
+    trust (prompted ? NULL : conns[0], beside);
     *own = finish_sessions (beside, conns + 1, why);
+    if (prompted || !started)
+      g_free (g_steal_pointer (why));
+    if (prompted)
+      *why = g_strdup ("the login took answers at the terminal");
+    else if (!started)
+      *why = g_strdup ("the connection runs through a proxy");
+    else if (*why == NULL && *own < n - 1)
+      *why = g_strdup_printf ("at most %d log in at once beside the first (sshd's MaxStartups)",
+                              MAX_BESIDE);
+  }
   if (conns[0] == NULL) {
     for (size_t i = 1; i < n; i++)
       g_clear_pointer (&conns[i], ferry_ssh_conn_unref);
     g_clear_pointer (why, g_free);
     return false;
   }
-  if (*why == NULL && *own < n - 1)
-    *why = g_strdup_printf ("at most %d log in at once beside the first (sshd's MaxStartups)",
-                            MAX_BESIDE);
   /* The sessions made first, then each stream without one takes a
    * channel on them in turn. */
   for (size_t i = 1; i < n; i++)
