@@ -3,8 +3,8 @@
 # session: sshd logs 1 login for 4 streams.  With --session-per-stream and
 # a key, a session (a TCP connection, an sshd) per stream: 4 logins for 4
 # streams, 9 for 12 (no more log in at once than sshd's MaxStartups
-# allows); under MaxStartups 2, the first still logs in and the copy
-# completes, some streams sharing.  Where the first login took a password
+# allows), 4 over IPv6; under MaxStartups 2, the copy completes, some
+# streams sharing.  Where the first login took a password
 # (a password-only sshd with a test password in an /etc/shadow that only
 # it sees) or a key's passphrase, typed at --ask-password's prompt on a
 # pty: one prompt, one login, all 4 streams on it (-v says why).  Every
@@ -38,8 +38,24 @@ assert_eq 5 "$(logins keys)" "4 sessions: sshd's logins (1 before)"
 ! grep -q "share another stream's session" "$T/four.err" || fail "4 sessions: streams shared one"
 key_copy twelve --streams=12 --session-per-stream
 assert_eq 14 "$(logins keys)" "12 streams: sshd's logins (5 before)"
-assert_contains "$T/twelve.err" "ferry: $host: 3 of 12 streams share another stream's session: at most 8 log in at once beside the first (sshd's MaxStartups)" \
+assert_contains "$T/twelve.err" "ferry: $host: 3 of 12 streams share another stream's session: at most 8 log in after the first (sshd's MaxStartups)" \
     "12 streams: -v"
+
+# Over IPv6 (a config's HostName ::1): the others connect to the first's
+# numeric address, a literal that libssh's host option would not take.
+SSHD_IPV6=1 start_sshd v6 /usr/bin:/bin "Match Address 127.0.0.1,::1" "LogLevel INFO"
+cat >> "$SSH_HOME/.ssh/config" <<CONFIG
+Host v6host
+    HostName ::1
+    Port $SSHD_PORT
+    User $(id -un)
+    IdentityFile $SSH_KEY
+CONFIG
+within 120 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" copy --remote-helper="$FERRY" -v \
+    --streams=4 --session-per-stream "$T/a.img" "v6host:$T/far/v6.img" 2> "$T/v6.err" ||
+    fail "IPv6: $(cat "$T/v6.err")"
+cmp "$T/a.img" "$T/far/v6.img" || fail "IPv6: the copy differs"
+assert_eq 4 "$(grep -c "^Accepted .* from ::1 " "$SSH_DIR/sshd-v6.log" || true)" "IPv6: sshd's logins from ::1"
 
 start_sshd startups /usr/bin:/bin "MaxStartups 2"
 ssh_host_alias testhost

@@ -90,12 +90,13 @@ PrintLastLog no
 SetEnv PATH=$path SHLVL=1${FERRY_NO_SPLICE:+ FERRY_NO_SPLICE=$FERRY_NO_SPLICE}
 LogLevel ERROR
 CFG
-    for line in "$@"; do echo "$line" >> "$cfg"; done
     echo "[127.0.0.1]:$port $(cut -d' ' -f1-2 "$SSH_DIR/host_ed25519.pub")" >> "$SSH_DIR/known_hosts"
     if [ -n "${SSHD_IPV6:-}" ]; then
         echo "ListenAddress [::1]:$port" >> "$cfg"
         echo "[::1]:$port $(cut -d' ' -f1-2 "$SSH_DIR/host_ed25519.pub")" >> "$SSH_DIR/known_hosts"
     fi
+    # Last: a CONFIG-LINE may open a Match block.
+    for line in "$@"; do echo "$line" >> "$cfg"; done
     # sshd's privilege separation directory.
     [ -d /run/sshd ] || mkdir -p -m 755 /run/sshd
     if [ -n "${SSHD_SHADOW:-}" ]; then

@@ -20,8 +20,12 @@ usage () {  # TEXT ARGS...
     assert_eq "ferry: $text" "$(cat "$T/usage.err")" "usage: $*: message"
 }
 usage "--streams goes with --remote-nbd-send or --remote-nbd-receive; see 'ferry --help'" --nbd-send=x --streams=2
-usage "--session-per-stream goes with --remote-nbd-send or --remote-nbd-receive; see 'ferry --help'" \
-    --nbd-send=x --session-per-stream
+for args in "--nbd-send=x" "--nbd-send=x --remote-nbd-receive=y --streams=1 ssh://h" \
+            "--nbd-send=x --remote-nbd-receive=y --no-verify ssh://h"; do
+    # shellcheck disable=SC2086
+    usage "--session-per-stream goes with --remote-nbd-send or --remote-nbd-receive and --streams of 2 or more; see 'ferry --help'" \
+        --session-per-stream $args
+done
 usage "invalid --streams '0': expected 1 to 16; see 'ferry --help'" --nbd-send=x --remote-nbd-receive=y --streams=0 ssh://h
 usage "invalid --streams '17': expected 1 to 16; see 'ferry --help'" --nbd-send=x --remote-nbd-receive=y --streams=17 ssh://h
 usage "--no-verify goes with --streams=1: the ranges of more streams are checked by their digests; see 'ferry --help'" \

@@ -241,23 +241,31 @@ ferry_ssh_conn_wait_many (struct ferry_ssh_conn *const *conns, size_t n,
   return ferry_ssh_wait_many (sessions, n, step, data, again, conns[0]->exchange_ms);
 }
 
-/* --proxy: libssh takes the tunnel's socket (and closes it), to the
- * host and port that ~/.ssh/config made of the address's. */
+/* The session's TCP connection made here, and handed to libssh: through
+ * --proxy's tunnel, to the host and port that ~/.ssh/config made of the
+ * address's; or (@host not NULL) straight to @host and @port, a numeric
+ * address, while libssh keeps the name for the host key and the config's
+ * %h.  libssh takes the socket (and closes it). */
 static bool
-conn_proxy (struct ferry_ssh_conn *c, const struct address *a,
-            const struct connect_options *opts, GError **error)
+conn_socket (struct ferry_ssh_conn *c, const struct address *a,
+             const struct connect_options *opts, const char *host, unsigned port,
+             GError **error)
 {
-  g_autofree char *host = NULL;
-  g_autofree char *port = NULL;
-  unsigned int port_number = 22;
+  g_autofree char *configured = NULL;
+  g_autofree char *port_text = NULL;
+  unsigned int port_number = port;
   socket_t fd;
 
-  if (ssh_options_get (c->session, SSH_OPTIONS_HOST, &host) != SSH_OK)
-    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
-                            ssh_get_error (c->session));
-  ssh_options_get_port (c->session, &port_number);
-  port = g_strdup_printf ("%u", port_number);
-  fd = tcp_connect (host, port, a->text, opts, error);
+  if (host == NULL) {
+    if (ssh_options_get (c->session, SSH_OPTIONS_HOST, &configured) != SSH_OK)
+      return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
+                              ssh_get_error (c->session));
+    host = configured;
+    port_number = 22;
+    ssh_options_get_port (c->session, &port_number);
+  }
+  port_text = g_strdup_printf ("%u", port_number);
+  fd = tcp_connect (host, port_text, a->text, opts, error);
   if (fd < 0)
     return false;
   if (ssh_options_set (c->session, SSH_OPTIONS_FD, &fd) < 0) {
@@ -268,36 +276,21 @@ conn_proxy (struct ferry_ssh_conn *c, const struct address *a,
   return true;
 }
 
-/* ssh_connect, repeated by ferry_ssh_wait; @connected is called once the
- * server's banner has come (it accepted the connection). */
-struct connect_step {
-  struct ferry_ssh_conn *conn;
-  void (*connected) (struct ferry_ssh_conn *conn, void *data);
-  void *data;
-};
-
 static int
-step_connect (void *data)
+step_connect (void *session)
 {
-  struct connect_step *p = data;
-  int rc = ssh_connect (p->conn->session);
-
-  if (p->connected && ssh_get_serverbanner (p->conn->session)) {
-    p->connected (p->conn, p->data);
-    p->connected = NULL;
-  }
-  return rc;
+  return ssh_connect (session);
 }
 
 /* A new session, connected (the key exchange done) but neither checked
  * nor logged in, and not watched yet: every network wait goes through
  * ferry_ssh_wait, so that a stop signal ends it.  @may_prompt allows the
  * passphrase prompt (the login's own prompts are ferry_ssh_authenticate's).
- * @host and @port, if @host is not NULL, replace where the address and
- * ~/.ssh/config lead.  @step's callback, if any, is called as it says. */
+ * @host and @port, if @host is not NULL, are the numeric address to
+ * connect to (conn_socket). */
 static struct ferry_ssh_conn *
 conn_connect (const struct address *a, const struct connect_options *opts, bool may_prompt,
-              const char *host, unsigned port, struct connect_step *step, GError **error)
+              const char *host, unsigned port, GError **error)
 {
   g_autoptr (FerrySshConn) c = g_new0 (struct ferry_ssh_conn, 1);
   unsigned keepalive = opts->keepalive_given ? opts->keepalive : FERRY_DEFAULT_SSH_KEEPALIVE;
@@ -325,17 +318,10 @@ conn_connect (const struct address *a, const struct connect_options *opts, bool 
   ssh_set_counters (c->session, &c->counter, NULL);
 
   if (!ferry_ssh_configure (c->session, a, opts, &c->name, error) ||
-      (opts->proxy && !conn_proxy (c, a, opts, error)))
+      ((opts->proxy || host) && !conn_socket (c, a, opts, host, port, error)))
     return NULL;
-  if (host && (ssh_options_set (c->session, SSH_OPTIONS_HOST, host) < 0 ||
-               ssh_options_set (c->session, SSH_OPTIONS_PORT, &port) < 0)) {
-    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
-                     ssh_get_error (c->session));
-    return NULL;
-  }
   ssh_set_blocking (c->session, 0);
-  step->conn = c;
-  rc = ferry_ssh_wait (c->session, step_connect, step, SSH_AGAIN,
+  rc = ferry_ssh_wait (c->session, step_connect, c->session, SSH_AGAIN,
                        c->timeout_ms < 0 ? HANDSHAKE_MS : c->timeout_ms);
   if (rc != SSH_OK) {
     ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
@@ -365,18 +351,8 @@ struct ferry_ssh_conn *
 ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
                     GError **error)
 {
-  return ferry_ssh_conn_new_first (a, opts, NULL, NULL, error);
-}
-
-struct ferry_ssh_conn *
-ferry_ssh_conn_new_first (const struct address *a, const struct connect_options *opts,
-                          void (*connected) (struct ferry_ssh_conn *conn, void *data),
-                          void *data, GError **error)
-{
-  struct connect_step step = { NULL, connected, data };
   GError *failure = NULL;
-  struct ferry_ssh_conn *c = conn_connect (a, opts, opts->ask_password, NULL, 0, &step,
-                                           &failure);
+  struct ferry_ssh_conn *c = conn_connect (a, opts, opts->ask_password, NULL, 0, &failure);
   bool ok = c && ferry_ssh_verify_host_key (c->session, c->name, a, &failure) &&
             ferry_ssh_authenticate (c->session, c->name, c->exchange_ms, a, &c->prompts,
                                     &failure) &&
@@ -387,25 +363,18 @@ ferry_ssh_conn_new_first (const struct address *a, const struct connect_options 
 
 struct ferry_ssh_conn *
 ferry_ssh_conn_new_beside (const struct address *a, const struct connect_options *opts,
-                           const char *host, unsigned port, ssh_key (*trusted) (void *data),
-                           void *data, GError **error)
+                           const char *host, unsigned port, ssh_key trusted, GError **error)
 {
-  struct connect_step step = { 0 };
   GError *failure = NULL;
-  struct ferry_ssh_conn *c = conn_connect (a, opts, false, host, port, &step, &failure);
-  ssh_key offered = NULL, key;
-  bool ok;
+  struct ferry_ssh_conn *c = conn_connect (a, opts, false, host, port, &failure);
+  ssh_key offered = NULL;
+  bool ok = c && ssh_get_server_publickey (c->session, &offered) == SSH_OK &&
+            ssh_key_cmp (offered, trusted, SSH_KEY_CMP_PUBLIC) == 0;
 
-  if (c == NULL)
-    return conn_finish_setup (NULL, false, a, failure, error);
-  key = trusted (data);
-  ok = ssh_get_server_publickey (c->session, &offered) == SSH_OK && key &&
-       ssh_key_cmp (offered, key, SSH_KEY_CMP_PUBLIC) == 0;
   ssh_key_free (offered);
-  if (!ok)
+  if (c && !ok)
     ferry_set_error (&failure, FERRY_EXIT_SSH_HOSTKEY,
-                     key ? "%s offers another host key than the first session's"
-                         : "%s: the first session did not log in without a prompt", c->name);
+                     "%s offers another host key than the first session's", c->name);
   ok = ok && ferry_ssh_authenticate (c->session, c->name, c->exchange_ms, a, &c->prompts,
                                      &failure);
   return conn_finish_setup (c, ok, a, failure, error);

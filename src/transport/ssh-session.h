@@ -49,29 +49,18 @@ struct ferry_ssh_client {
 struct ferry_ssh_conn *ferry_ssh_conn_new (const struct address *address,
                                const struct connect_options *options,
                                GError **error);
-/* The same, calling @connected once the server has accepted the
- * connection (its banner came), before the key exchange: the other
- * sessions of a copy's streams (ssh-stream-sessions.c) start then, so
- * that the first is never the one that sshd's MaxStartups refuses. */
-struct ferry_ssh_conn *ferry_ssh_conn_new_first (const struct address *address,
-                                                 const struct connect_options *options,
-                                                 void (*connected) (struct ferry_ssh_conn *conn,
-                                                                    void *data),
-                                                 void *data, GError **error);
-/* Another session to the host of one that ferry_ssh_conn_new_first makes
- * or made (a copy's streams: ssh-stream-sessions.h), on any thread, to
- * @host and @port (that one's numeric peer address), whatever the address
- * and ~/.ssh/config say.  Its server must offer the host key that
- * @trusted returns (which may block until the first session has logged
- * in; NULL if it did not, or only at a prompt), and it logs in with the
+/* Another session to the host of @first's, made after it (a copy's
+ * streams: ssh-stream-sessions.h), on any thread: to @host and @port,
+ * @first's numeric peer address, whatever the name resolves to now (the
+ * name stays the host key's and the config's).  Its server must offer
+ * @trusted, the host key that @first checked, and it logs in with the
  * agent and key files alone, never at a prompt.  Not watched yet:
  * ferry_ssh_conn_watch, on the main loop's thread.  Errors as
  * ferry_ssh_conn_new's. */
 struct ferry_ssh_conn *ferry_ssh_conn_new_beside (const struct address *address,
                                                   const struct connect_options *options,
                                                   const char *host, unsigned port,
-                                                  ssh_key (*trusted) (void *data), void *data,
-                                                  GError **error);
+                                                  ssh_key trusted, GError **error);
 /* The session joins the main loop (ferry_ssh_conn_new's do already). */
 bool ferry_ssh_conn_watch (struct ferry_ssh_conn *conn, const struct address *address,
                            GError **error);
