@@ -43,19 +43,22 @@ assert_contains "$T/twelve.err" "ferry: $host: 3 of 12 streams share another str
 
 # Over IPv6 (a config's HostName ::1): the others connect to the first's
 # numeric address, a literal that libssh's host option would not take.
-SSHD_IPV6=1 start_sshd v6 /usr/bin:/bin "Match Address 127.0.0.1,::1" "LogLevel INFO"
-cat >> "$SSH_HOME/.ssh/config" <<CONFIG
+# Where there is no IPv6 loopback, this part is left out.
+if python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2> /dev/null; then
+    SSHD_IPV6=1 start_sshd v6 /usr/bin:/bin "Match Address 127.0.0.1,::1" "LogLevel INFO"
+    cat >> "$SSH_HOME/.ssh/config" <<CONFIG
 Host v6host
     HostName ::1
     Port $SSHD_PORT
     User $(id -un)
     IdentityFile $SSH_KEY
 CONFIG
-within 120 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" copy --remote-helper="$FERRY" -v \
-    --streams=4 --session-per-stream "$T/a.img" "v6host:$T/far/v6.img" 2> "$T/v6.err" ||
-    fail "IPv6: $(cat "$T/v6.err")"
-cmp "$T/a.img" "$T/far/v6.img" || fail "IPv6: the copy differs"
-assert_eq 4 "$(grep -c "^Accepted .* from ::1 " "$SSH_DIR/sshd-v6.log" || true)" "IPv6: sshd's logins from ::1"
+    within 120 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" copy --remote-helper="$FERRY" -v \
+        --streams=4 --session-per-stream "$T/a.img" "v6host:$T/far/v6.img" 2> "$T/v6.err" ||
+        fail "IPv6: $(cat "$T/v6.err")"
+    cmp "$T/a.img" "$T/far/v6.img" || fail "IPv6: the copy differs"
+    assert_eq 4 "$(grep -c "^Accepted .* from ::1 " "$SSH_DIR/sshd-v6.log" || true)" "IPv6: sshd's logins from ::1"
+fi
 
 start_sshd startups /usr/bin:/bin "MaxStartups 2"
 ssh_host_alias testhost

@@ -23,9 +23,15 @@ usage "--streams goes with --remote-nbd-send or --remote-nbd-receive; see 'ferry
 for args in "--nbd-send=x" "--nbd-send=x --remote-nbd-receive=y --streams=1 ssh://h" \
             "--nbd-send=x --remote-nbd-receive=y --no-verify ssh://h"; do
     # shellcheck disable=SC2086
-    usage "--session-per-stream goes with --remote-nbd-send or --remote-nbd-receive and --streams of 2 or more; see 'ferry --help'" \
+    usage "--session-per-stream goes with a copy over ssh (--remote-nbd-send or --remote-nbd-receive) and --streams of 2 or more; see 'ferry --help'" \
         --session-per-stream $args
 done
+rc=0
+"$FERRY" copy --streams=4 --session-per-stream "$T/none.img" "$T/none-either.img" 2> "$T/usage.err" ||
+    rc=$?
+assert_eq 2 "$rc" "usage: a local copy with --session-per-stream"
+assert_eq "ferry: --session-per-stream goes with a copy over ssh (--remote-nbd-send or --remote-nbd-receive) and --streams of 2 or more" \
+    "$(cat "$T/usage.err")" "usage: a local copy with --session-per-stream: message"
 usage "invalid --streams '0': expected 1 to 16; see 'ferry --help'" --nbd-send=x --remote-nbd-receive=y --streams=0 ssh://h
 usage "invalid --streams '17': expected 1 to 16; see 'ferry --help'" --nbd-send=x --remote-nbd-receive=y --streams=17 ssh://h
 usage "--no-verify goes with --streams=1: the ranges of more streams are checked by their digests; see 'ferry --help'" \

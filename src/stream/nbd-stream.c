@@ -82,10 +82,10 @@ nbd_stream_validate (const struct nbd_stream_options *o, GError **error)
     bad = "--no-extents goes with --nbd-send, --remote-nbd-send or --nbd-digest";
   else if (o->streams && !o->remote_send && !o->remote_receive)
     bad = "--streams goes with --remote-nbd-send or --remote-nbd-receive";
-  else if (o->session_per_stream && ((!o->remote_send && !o->remote_receive) ||
+  else if (o->session_per_stream && ((!o->remote_send && !o->remote_receive) || o->same_host ||
                                      o->streams == 1 || (o->streams == 0 && o->no_verify)))
-    bad = "--session-per-stream goes with --remote-nbd-send or --remote-nbd-receive and "
-          "--streams of 2 or more";
+    bad = "--session-per-stream goes with a copy over ssh (--remote-nbd-send or "
+          "--remote-nbd-receive) and --streams of 2 or more";
   else if (o->streams > 1 && o->no_verify)
     bad = "--no-verify goes with --streams=1: the ranges of more streams are checked by "
           "their digests";

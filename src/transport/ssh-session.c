@@ -7,8 +7,8 @@
 
 #include <libssh/callbacks.h>
 #include <libssh/server.h>      /* ssh_send_keepalive, for clients too */
+#include <arpa/inet.h>
 #include <netdb.h>
-#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -55,6 +55,8 @@ struct ferry_ssh_conn {
   char *failure;              /* why it died; NULL while alive */
   bool owner_reports_failure; /* ferry_ssh_conn_report_failure_myself */
   unsigned keepalive_seconds; /* 0: none */
+  bool watched;               /* it joined the main loop: a relay may have
+                                 left bytes in libssh */
 };
 
 static void conn_die (struct ferry_ssh_conn *c, const char *reason);
@@ -243,29 +245,38 @@ ferry_ssh_conn_wait_many (struct ferry_ssh_conn *const *conns, size_t n,
 
 /* The session's TCP connection made here, and handed to libssh: through
  * --proxy's tunnel, to the host and port that ~/.ssh/config made of the
- * address's; or (@host not NULL) straight to @host and @port, a numeric
- * address, while libssh keeps the name for the host key and the config's
- * %h.  libssh takes the socket (and closes it). */
+ * address's; or (@pin not NULL) straight to the pinned numeric address,
+ * from the first session's own, within the handshake's bound, while
+ * libssh keeps the name for the host key and the config's %h.  libssh
+ * takes the socket (and closes it). */
 static bool
 conn_socket (struct ferry_ssh_conn *c, const struct address *a,
-             const struct connect_options *opts, const char *host, unsigned port,
+             const struct connect_options *opts, const struct ferry_ssh_pin *pin,
              GError **error)
 {
+  struct connect_options dial = *opts;
   g_autofree char *configured = NULL;
-  g_autofree char *port_text = NULL;
-  unsigned int port_number = port;
+  g_autofree char *port = NULL;
+  unsigned int port_number = 22;
+  const char *host = configured;
   socket_t fd;
 
-  if (host == NULL) {
-    if (ssh_options_get (c->session, SSH_OPTIONS_HOST, &configured) != SSH_OK)
-      return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
-                              ssh_get_error (c->session));
+  if (pin) {
+    host = pin->peer;
+    port_number = pin->port;
+    dial.bind_host = pin->local;
+    dial.bind_port = NULL;
+    if (dial.timeout == 0)
+      dial.timeout = HANDSHAKE_MS / 1000;
+  } else if (ssh_options_get (c->session, SSH_OPTIONS_HOST, &configured) != SSH_OK) {
+    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s': %s", a->text,
+                            ssh_get_error (c->session));
+  } else {
     host = configured;
-    port_number = 22;
     ssh_options_get_port (c->session, &port_number);
   }
-  port_text = g_strdup_printf ("%u", port_number);
-  fd = tcp_connect (host, port_text, a->text, opts, error);
+  port = g_strdup_printf ("%u", port_number);
+  fd = tcp_connect (host, port, a->text, &dial, error);
   if (fd < 0)
     return false;
   if (ssh_options_set (c->session, SSH_OPTIONS_FD, &fd) < 0) {
@@ -286,11 +297,10 @@ step_connect (void *session)
  * nor logged in, and not watched yet: every network wait goes through
  * ferry_ssh_wait, so that a stop signal ends it.  @may_prompt allows the
  * passphrase prompt (the login's own prompts are ferry_ssh_authenticate's).
- * @host and @port, if @host is not NULL, are the numeric address to
- * connect to (conn_socket). */
+ * @pin, if not NULL, says where to connect (conn_socket). */
 static struct ferry_ssh_conn *
 conn_connect (const struct address *a, const struct connect_options *opts, bool may_prompt,
-              const char *host, unsigned port, GError **error)
+              const struct ferry_ssh_pin *pin, GError **error)
 {
   g_autoptr (FerrySshConn) c = g_new0 (struct ferry_ssh_conn, 1);
   unsigned keepalive = opts->keepalive_given ? opts->keepalive : FERRY_DEFAULT_SSH_KEEPALIVE;
@@ -318,7 +328,7 @@ conn_connect (const struct address *a, const struct connect_options *opts, bool 
   ssh_set_counters (c->session, &c->counter, NULL);
 
   if (!ferry_ssh_configure (c->session, a, opts, &c->name, error) ||
-      ((opts->proxy || host) && !conn_socket (c, a, opts, host, port, error)))
+      ((opts->proxy || pin) && !conn_socket (c, a, opts, pin, error)))
     return NULL;
   ssh_set_blocking (c->session, 0);
   rc = ferry_ssh_wait (c->session, step_connect, c->session, SSH_AGAIN,
@@ -352,7 +362,7 @@ ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
                     GError **error)
 {
   GError *failure = NULL;
-  struct ferry_ssh_conn *c = conn_connect (a, opts, opts->ask_password, NULL, 0, &failure);
+  struct ferry_ssh_conn *c = conn_connect (a, opts, opts->ask_password, NULL, &failure);
   bool ok = c && ferry_ssh_verify_host_key (c->session, c->name, a, &failure) &&
             ferry_ssh_authenticate (c->session, c->name, c->exchange_ms, a, &c->prompts,
                                     &failure) &&
@@ -363,13 +373,13 @@ ferry_ssh_conn_new (const struct address *a, const struct connect_options *opts,
 
 struct ferry_ssh_conn *
 ferry_ssh_conn_new_beside (const struct address *a, const struct connect_options *opts,
-                           const char *host, unsigned port, ssh_key trusted, GError **error)
+                           const struct ferry_ssh_pin *pin, GError **error)
 {
   GError *failure = NULL;
-  struct ferry_ssh_conn *c = conn_connect (a, opts, false, host, port, &failure);
+  struct ferry_ssh_conn *c = conn_connect (a, opts, false, pin, &failure);
   ssh_key offered = NULL;
   bool ok = c && ssh_get_server_publickey (c->session, &offered) == SSH_OK &&
-            ssh_key_cmp (offered, trusted, SSH_KEY_CMP_PUBLIC) == 0;
+            ssh_key_cmp (offered, pin->key, SSH_KEY_CMP_PUBLIC) == 0;
 
   ssh_key_free (offered);
   if (c && !ok)
@@ -394,15 +404,8 @@ ferry_ssh_conn_watch (struct ferry_ssh_conn *c, const struct address *a, GError 
   gsource_attach (&c->source->source);
   if (c->keepalive_seconds > 0)
     c->keepalive = gsource_timer_new (c->keepalive_seconds, on_keepalive, c);
+  c->watched = true;
   return true;
-}
-
-ssh_key
-ferry_ssh_conn_host_key (struct ferry_ssh_conn *c)
-{
-  ssh_key key = NULL;
-
-  return ssh_get_server_publickey (c->session, &key) == SSH_OK ? key : NULL;
 }
 
 bool
@@ -411,21 +414,46 @@ ferry_ssh_conn_prompted (struct ferry_ssh_conn *c)
   return c->prompts.used;
 }
 
-bool
-ferry_ssh_conn_peer_address (struct ferry_ssh_conn *c, char **host, unsigned *port)
+/* @addr's numeric host, or NULL. */
+static char *
+numeric_host (const struct sockaddr_storage *addr, socklen_t len)
 {
-  struct sockaddr_storage peer;
-  socklen_t len = sizeof peer;
-  char name[NI_MAXHOST], service[NI_MAXSERV];
+  char name[NI_MAXHOST];
 
-  if (getpeername (ssh_get_fd (c->session), (struct sockaddr *) &peer, &len) < 0 ||
-      (peer.ss_family != AF_INET && peer.ss_family != AF_INET6) ||
-      getnameinfo ((struct sockaddr *) &peer, len, name, sizeof name, service, sizeof service,
-                   NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+  if ((addr->ss_family != AF_INET && addr->ss_family != AF_INET6) ||
+      getnameinfo ((const struct sockaddr *) addr, len, name, sizeof name, NULL, 0,
+                   NI_NUMERICHOST) != 0)
+    return NULL;
+  return g_strdup (name);
+}
+
+bool
+ferry_ssh_conn_pin (struct ferry_ssh_conn *c, struct ferry_ssh_pin *pin)
+{
+  struct sockaddr_storage peer, local;
+  socklen_t peer_len = sizeof peer, local_len = sizeof local;
+  int fd = ssh_get_fd (c->session);
+
+  *pin = (struct ferry_ssh_pin) { 0 };
+  if (getpeername (fd, (struct sockaddr *) &peer, &peer_len) < 0 ||
+      getsockname (fd, (struct sockaddr *) &local, &local_len) < 0 ||
+      (pin->peer = numeric_host (&peer, peer_len)) == NULL ||
+      (pin->local = numeric_host (&local, local_len)) == NULL ||
+      ssh_get_server_publickey (c->session, &pin->key) != SSH_OK) {
+    ferry_ssh_pin_clear (pin);
     return false;
-  *host = g_strdup (name);
-  *port = (unsigned) atoi (service);
+  }
+  pin->port = ntohs (peer.ss_family == AF_INET ? ((struct sockaddr_in *) &peer)->sin_port
+                                               : ((struct sockaddr_in6 *) &peer)->sin6_port);
   return true;
+}
+
+void
+ferry_ssh_pin_clear (struct ferry_ssh_pin *pin)
+{
+  g_clear_pointer (&pin->peer, g_free);
+  g_clear_pointer (&pin->local, g_free);
+  g_clear_pointer (&pin->key, ssh_key_free);
 }
 
 struct ferry_ssh_conn *
@@ -446,7 +474,7 @@ ferry_ssh_conn_unref (struct ferry_ssh_conn *c)
     ssh_event_remove_session (c->event, c->session);
     ssh_event_free (c->event);
   }
-  if (c->session && c->name && !c->dead && ssh_is_connected (c->session)) {
+  if (c->watched && !c->dead && ssh_is_connected (c->session)) {
     /* Bytes the relay counted as delivered may still sit in libssh. */
     ssh_set_blocking (c->session, 1);
     if (ssh_blocking_flush (c->session, c->timeout_ms > 0 ? c->timeout_ms : FINAL_FLUSH_MS) != SSH_OK)

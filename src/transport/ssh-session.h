@@ -49,29 +49,35 @@ struct ferry_ssh_client {
 struct ferry_ssh_conn *ferry_ssh_conn_new (const struct address *address,
                                const struct connect_options *options,
                                GError **error);
-/* Another session to the host of @first's, made after it (a copy's
- * streams: ssh-stream-sessions.h), on any thread: to @host and @port,
- * @first's numeric peer address, whatever the name resolves to now (the
- * name stays the host key's and the config's).  Its server must offer
- * @trusted, the host key that @first checked, and it logs in with the
- * agent and key files alone, never at a prompt.  Not watched yet:
- * ferry_ssh_conn_watch, on the main loop's thread.  Errors as
- * ferry_ssh_conn_new's. */
+/* Where the sessions after a first one go, and what they must find there
+ * (a copy's streams: ssh-stream-sessions.h). */
+struct ferry_ssh_pin {
+  char *peer;                 /* the first's peer address, numeric, */
+  unsigned port;              /* and port */
+  char *local;                /* its own address: the others leave from it */
+  ssh_key key;                /* the host key the first checked */
+};
+/* @conn's pin; false (and @pin empty) if it does not run over TCP (a
+ * ProxyCommand's pipe). */
+bool ferry_ssh_conn_pin (struct ferry_ssh_conn *conn, struct ferry_ssh_pin *pin);
+void ferry_ssh_pin_clear (struct ferry_ssh_pin *pin);
+/* Another session to a first one's host, on any thread: to @pin's
+ * address from @pin's local address (TCP connect bounded as the
+ * handshake is, without --connect-timeout), whatever the name resolves
+ * to now (the name stays the host key's and the config's).  Its server
+ * must offer @pin's key, and it logs in with the agent and key files
+ * alone, never at a prompt.  Not watched yet: ferry_ssh_conn_watch, on the
+ * main loop's thread.  Errors as ferry_ssh_conn_new's. */
 struct ferry_ssh_conn *ferry_ssh_conn_new_beside (const struct address *address,
                                                   const struct connect_options *options,
-                                                  const char *host, unsigned port,
-                                                  ssh_key trusted, GError **error);
+                                                  const struct ferry_ssh_pin *pin,
+                                                  GError **error);
 /* The session joins the main loop (ferry_ssh_conn_new's do already). */
 bool ferry_ssh_conn_watch (struct ferry_ssh_conn *conn, const struct address *address,
                            GError **error);
-/* The key the server offered (the caller frees it), or NULL. */
-ssh_key ferry_ssh_conn_host_key (struct ferry_ssh_conn *conn);
 /* The login took a passphrase, a password or keyboard-interactive answers
  * at the terminal: another session would need them again. */
 bool ferry_ssh_conn_prompted (struct ferry_ssh_conn *conn);
-/* The numeric address and port of the server's end of a session made
- * over TCP; false if it runs over a ProxyCommand's pipe. */
-bool ferry_ssh_conn_peer_address (struct ferry_ssh_conn *conn, char **host, unsigned *port);
 struct ferry_ssh_conn *ferry_ssh_conn_ref (struct ferry_ssh_conn *conn);
 /* The last reference flushes what libssh still holds (bounded), then
  * disconnects. */

@@ -11,18 +11,16 @@
  * and another client's may be among them. */
 #define MAX_BESIDE 8
 
-/* What every session after the first connects to and must find there. */
+/* What every session after the first needs. */
 struct pinned {
   const struct address *address;
   const struct connect_options *options;
-  char *host;                 /* the first session's peer, numeric */
-  unsigned port;
-  ssh_key key;                /* the host key the first checked */
+  struct ferry_ssh_pin pin;
 };
 
 struct stream_session {
   const struct pinned *pinned;
-  GThread *thread;
+  GThread *thread;              /* NULL if it could not start */
   struct ferry_ssh_conn *conn;  /* its result: logged in, not watched yet */
   GError *error;                /* or why not */
 };
@@ -33,27 +31,28 @@ connect_session (gpointer data)
   struct stream_session *s = data;
   const struct pinned *p = s->pinned;
 
-  s->conn = ferry_ssh_conn_new_beside (p->address, p->options, p->host, p->port, p->key,
-                                       &s->error);
+  s->conn = ferry_ssh_conn_new_beside (p->address, p->options, &p->pin, &s->error);
   return NULL;
 }
 
-/* @n sessions beside @first, at once on threads: @conns[i] the i-th, watched
- * on the main loop, or NULL, with the first failure's reason in *@why.
- * Returns how many were made. */
+/* @n sessions after the first, at once on threads: @conns[i] the i-th,
+ * watched on the main loop, or NULL, with the first failure's reason in
+ * *@why.  Returns how many were made. */
 static size_t
-connect_beside (struct pinned *p, size_t n, struct ferry_ssh_conn **conns, char **why)
+connect_beside (const struct pinned *p, size_t n, struct ferry_ssh_conn **conns, char **why)
 {
   g_autofree struct stream_session *sessions = g_new0 (struct stream_session, n);
   size_t made = 0;
 
   for (size_t i = 0; i < n; i++) {
     sessions[i].pinned = p;
-    sessions[i].thread = g_thread_new ("ssh-session", connect_session, &sessions[i]);
+    sessions[i].thread = g_thread_try_new ("ssh-session", connect_session, &sessions[i],
+                                           &sessions[i].error);
   }
   for (size_t i = 0; i < n; i++) {
     struct stream_session *s = &sessions[i];
-    g_thread_join (s->thread);
+    if (s->thread)
+      g_thread_join (s->thread);
     if (s->conn && !ferry_ssh_conn_watch (s->conn, p->address, &s->error))
       g_clear_pointer (&s->conn, ferry_ssh_conn_unref);
     if (s->error && *why == NULL)
@@ -65,8 +64,8 @@ connect_beside (struct pinned *p, size_t n, struct ferry_ssh_conn **conns, char 
   return made;
 }
 
-/* Why no session can be made beside @first, or NULL if they can; then
- * @p is filled in. */
+/* Why no session can be made after @first, or NULL if they can; then
+ * @p->pin is filled in. */
 static char *
 cannot_pin (struct ferry_ssh_conn *first, const struct connect_options *options,
             struct pinned *p)
@@ -75,10 +74,8 @@ cannot_pin (struct ferry_ssh_conn *first, const struct connect_options *options,
     return g_strdup ("the login took answers at the terminal");
   if (options->proxy)
     return g_strdup ("the connection runs through --proxy");
-  if (!ferry_ssh_conn_peer_address (first, &p->host, &p->port))
+  if (!ferry_ssh_conn_pin (first, &p->pin))
     return g_strdup ("the connection is not TCP of ferry's own (a ProxyCommand)");
-  if ((p->key = ferry_ssh_conn_host_key (first)) == NULL)
-    return g_strdup ("the first session's host key is not known");
   return NULL;
 }
 
@@ -88,7 +85,7 @@ ssh_stream_sessions_connect (const struct address *address,
                              struct ferry_ssh_conn **conns, size_t *own, char **why,
                              GError **error)
 {
-  struct pinned p = { address, options, NULL, 0, NULL };
+  struct pinned p = { address, options, { 0 } };
   size_t beside = MIN (n - 1, MAX_BESIDE), made = 1;
 
   *own = 0;
@@ -104,8 +101,7 @@ ssh_stream_sessions_connect (const struct address *address,
       *why = g_strdup_printf ("at most %d log in after the first (sshd's MaxStartups)",
                               MAX_BESIDE);
   }
-  g_free (p.host);
-  ssh_key_free (p.key);
+  ferry_ssh_pin_clear (&p.pin);
   /* The sessions made first, then each stream without one takes a
    * channel on them in turn. */
   for (size_t i = 1; i < n; i++)

@@ -92,9 +92,15 @@ connect_tcp_direct (const char *host, const char *port, const struct connect_opt
     .ai_socktype = SOCK_STREAM,
     .ai_flags = AI_ADDRCONFIG,
   };
-  struct addrinfo *list = NULL;
-  int fd = -1, err = 0;
-  int r = getaddrinfo (host, port, &hints, &list);
+  struct addrinfo numeric = hints, *list = NULL;
+  int fd = -1, err = 0, r;
+
+  /* A numeric address is taken as it is: AI_ADDRCONFIG would drop ::1
+   * where loopback is the host's only IPv6 address. */
+  numeric.ai_flags = AI_NUMERICHOST;
+  r = getaddrinfo (host, port, &numeric, &list);
+  if (r == EAI_NONAME)
+    r = getaddrinfo (host, port, &hints, &list);
 
   if (r != 0) {
     ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to %s: %s", what,
