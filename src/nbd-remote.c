@@ -926,7 +926,8 @@ start_rest (struct remote_copy *rc)
 
 /* Connect once (the host key, the login) and, with --streams, each
  * stream's session (ssh-stream-sessions.h: by default, the one); then
- * every stream's channel opens at once.  A copy on this host has nothing to connect to.
+ * every stream's channel opens at once.  A copy on this host has nothing
+ * to connect to.
  * A stop signal gives up the handshake, the login (and its prompt, which
  * puts the terminal's echo back) and the channel's opening, with "stopped
  * by SIGTERM while connecting to ADDRESS": not in the handler, which would
