@@ -258,7 +258,7 @@ conn_socket (struct ferry_ssh_conn *c, const struct address *a,
   g_autofree char *configured = NULL;
   g_autofree char *port = NULL;
   unsigned int port_number = 22;
-  const char *host = configured;
+  const char *host;
   socket_t fd;
 
   if (pin) {
