@@ -346,21 +346,30 @@ prepare_resync () {
 wire () { od -An -tu8 "$T/wire.$1" | awk '{ printf "%s %s", $1, $2 }'; }
 # --gaps-ms: the link's timeline during one run, then its idle stretches in
 # the data's direction (up, or down for a download), from the first 4 MiB
-# (past the login and set-up) to the last byte: "IDLE-MS STRETCHES
-# LONGEST-MS", where a stretch is two intervals or more; "-" without.
+# (past the login and set-up) to the last byte, and when those 4 MiB had
+# crossed, counted from the contender's start: "IDLE-MS STRETCHES
+# LONGEST-MS SET-UP-MS", where a stretch is two intervals or more; "-"
+# without.  The sampler is up (its header written) before the clock starts.
 sampler=
 start_sampler () {  # LINK
     python3 "$here/wire-timeline.py" "$T/wire.$1" "$gaps_ms" 1 > "$T/timeline" &
     sampler=$!
+    local tries=0
+    until [ -s "$T/timeline" ]; do
+        tries=$((tries + 1))
+        [ "$tries" -le 1000 ] || { echo "bench: the link's sampler did not start" >&2; exit 1; }
+        sleep 0.01
+    done
 }
-stop_sampler () {  # SCENARIO
+stop_sampler () {  # SCENARIO T0
     if [ -z "$sampler" ]; then echo -; return; fi
     kill -TERM "$sampler" 2>/dev/null || true
     wait "$sampler" 2>/dev/null || true
     sampler=
     local column=2
     [ "$1" = down ] && column=3
-    awk -v c="$column" -v ms="$gaps_ms" '
+    awk -v c="$column" -v ms="$gaps_ms" -v t0="$2" '
+        $1 == "#" { first_byte = $NF; next }
         NR > 1 { moved[n] = $c; total[n] = $(c + 2); n++ }
         END {
             first = -1; last = -1
@@ -374,7 +383,8 @@ stop_sampler () {  # SCENARIO
                 idle += run; if (run >= 2) stretches++; if (run > longest) longest = run
                 run = 0
             }
-            printf "%d %d %d", idle * ms, stretches, longest * ms
+            setup = first >= 0 ? (first_byte - t0) * 1000 + (first + 1) * ms : -1
+            printf "%d %d %d %d", idle * ms, stretches, longest * ms, setup
         }' "$T/timeline"
 }
 times_of () {  # FILE -> "CPU-SECONDS MAX-RSS-KIB COUNT" over its processes
@@ -421,7 +431,7 @@ run_one () {  # ROUND LINK SCENARIO CONTENDER
         "$status" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" "$(times_of "$T/local.times")" \
         "$(times_of "$T/remote.times")" "$(times_of "$T/other.times")" \
         "$(echo "$w0 $w1" | awk '{ print $3 - $1 }')" "$(echo "$w0 $w1" | awk '{ print $4 - $2 }')" \
-        "$(stop_sampler "$scenario")" >> "$T/raw"
+        "$(stop_sampler "$scenario" "$t0")" >> "$T/raw"
 }
 
 : > "$T/raw"
@@ -595,14 +605,15 @@ if with_gaps:
     print()
     print("the delayed link's idle stretches in the data's direction (--gaps-ms), from the first")
     print("4 MiB to the last byte; medians: idle ms in all, stretches of two intervals or more,")
-    print("the longest, in ms; per round: idle ms")
-    print("| scenario | contender | idle ms | stretches | longest ms | per round |")
-    print("|---|---|---|---|---|---|")
+    print("the longest, in ms; when the first 4 MiB had crossed, in ms from the contender's start")
+    print("(to within an interval: the set-up); per round: idle ms")
+    print("| scenario | contender | idle ms | stretches | longest ms | 4 MiB at ms | per round |")
+    print("|---|---|---|---|---|---|---|")
     for name, got in with_gaps:
         g = lambda i: statistics.median(v["gaps"][i] for v in got.values())
         rounds_text = " ".join(str(got[r]["gaps"][0]) for r in sorted(got))
         print(f"| {scenario_text[scenario_of[name]]} | {label[name]} | {g(0):g} | {g(1):g} | {g(2):g} "
-              f"| {rounds_text} |")
+              f"| {g(3):g} | {rounds_text} |")
 failed = [(k, r, v["status"]) for k, rs in runs.items() for r, v in rs.items() if v["status"] != "ok"]
 for (link, name), r, status in failed:
     print(f"round {r}: {link} {name}: {status} (left out of the medians)")

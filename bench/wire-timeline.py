@@ -5,8 +5,11 @@ The bytes on the wire over time: samples delay-proxy's COUNT-FILE (two
 native uint64 counters, the bytes delivered towards TARGET-PORT and back)
 every INTERVAL-MS (default 50) and prints one line per interval: the
 milliseconds since the first byte, the bytes each way in that interval, and
-the totals.  It starts at the first byte and stops once nothing has moved
-for QUIET-SECONDS (default 2), or on SIGINT/SIGTERM."""
+the totals.  Its header line comes at once, so that a caller can wait for
+it before it starts the clock (python3's own start can take longer than a
+login's first round trips); then a line "# first byte at EPOCH-SECONDS".
+It starts at the first byte and stops once nothing has moved for
+QUIET-SECONDS (default 2), or on SIGINT/SIGTERM."""
 import signal
 import struct
 import sys
@@ -26,13 +29,14 @@ def main():
     quiet = float(sys.argv[3]) if len(sys.argv) > 3 else 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     base = read_counts(path)
+    print("ms\tup_bytes\tdown_bytes\tup_total\tdown_total", flush=True)
     last = base
     while last == base:
         time.sleep(0.001)
         last = read_counts(path)
     start = time.monotonic()
+    print("# first byte at %.3f" % time.time(), flush=True)
     idle_since = start
-    print("ms\tup_bytes\tdown_bytes\tup_total\tdown_total")
     tick = 1
     while True:
         time.sleep(max(0, start + tick * interval - time.monotonic()))
