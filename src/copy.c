@@ -32,6 +32,7 @@
 #include "nbd-remote.h"
 #include "range-messages.h"
 #include "relay.h"
+#include "signal-watch.h"
 #include "stats.h"
 
 /* A digest's hex (SHA-256) and its NUL. */
@@ -149,18 +150,84 @@ set_create_size (struct nbd_stream_options *o, const char *src)
   image_virtual_size (src, format, &o->create_size, NULL);
 }
 
-/* --- A local copy: two children and a pipe. --- */
+/* --- Children that a stop signal is passed on to. --- */
 
-/* The half that a stop signal goes to: the sender until it has opened
- * SRC, then the receiver, which says how far DST is complete. */
+/* The child that a stop signal goes to: a digest's, or a local copy's
+ * sender until it has opened SRC, then its receiver, which says how far
+ * DST is complete. */
 static volatile sig_atomic_t stop_target;
+/* The last stop signal that came, passed on or not: a child may have
+ * ended just before it (a zombie gets nothing), or none was running. */
+static volatile sig_atomic_t stop_came;
+static const int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
 static void
 pass_on_signal (int signum)
 {
+  stop_came = signum;
   if (stop_target > 0)
     kill (stop_target, signum);
 }
+
+/* While children run, the stop signals go on to stop_target, except one
+ * that was ignored when ferry started (nohup), which stays ignored. */
+static void
+pass_stops_begin (struct sigaction old[G_N_ELEMENTS (stops)])
+{
+  struct sigaction pass = { .sa_handler = pass_on_signal };
+
+  sigemptyset (&pass.sa_mask);
+  for (size_t i = 0; i < G_N_ELEMENTS (stops); i++)
+    if (sigaction (stops[i], &pass, &old[i]) == 0 && old[i].sa_handler == SIG_IGN)
+      sigaction (stops[i], &old[i], NULL);
+}
+
+static void
+pass_stops_end (const struct sigaction old[G_N_ELEMENTS (stops)])
+{
+  stop_target = 0;
+  for (size_t i = 0; i < G_N_ELEMENTS (stops); i++)
+    sigaction (stops[i], &old[i], NULL);
+}
+
+/* In a child that has no handlers of its own: the default actions,
+ * unblocked (a stop ignored at the start stays ignored). */
+static void
+stops_default (void)
+{
+  sigset_t set;
+
+  sigemptyset (&set);
+  for (size_t i = 0; i < G_N_ELEMENTS (stops); i++) {
+    struct sigaction now;
+    if (sigaction (stops[i], NULL, &now) == 0 && now.sa_handler == pass_on_signal)
+      signal (stops[i], SIG_DFL);
+    sigaddset (&set, stops[i]);
+  }
+  pthread_sigmask (SIG_UNBLOCK, &set, NULL);
+}
+
+/* fork(), the child becoming stop_target.  The signals are blocked across
+ * it, and stay blocked in the child: one that comes before the child's own
+ * handlers are in place waits for them (the stream mode's
+ * signal_watch_new unblocks it) instead of reaching pass_on_signal,
+ * inherited from here with a stop_target that is not its own. */
+static pid_t
+fork_stop_target (void)
+{
+  sigset_t mask;
+  pid_t pid;
+
+  signal_watch_block (&mask);
+  pid = fork ();
+  if (pid > 0)
+    stop_target = pid;
+  if (pid != 0)
+    pthread_sigmask (SIG_SETMASK, &mask, NULL);
+  return pid;
+}
+
+/* --- A local copy: two children and a pipe. --- */
 
 /* Fork one half: the stream mode with @stream_fd as its stdin (the
  * receiver) or stdout (the sender), and @report as its deferred lines'
@@ -169,7 +236,7 @@ static pid_t
 fork_half (const struct nbd_stream_options *half, int stream_fd, int report, int *close_fds,
            int stats[2])
 {
-  pid_t pid = fork ();
+  pid_t pid = fork_stop_target ();
   int rc;
 
   if (pid != 0) {
@@ -259,8 +326,7 @@ run_local_copy (const struct nbd_stream_options *o)
 {
   struct nbd_stream_options sender = *o, receiver = *o;
   int pipe_fds[2], send_report[2], receive_report[2];
-  struct sigaction pass = { .sa_handler = pass_on_signal }, old[4];
-  static const int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+  struct sigaction old[G_N_ELEMENTS (stops)];
   pid_t send_pid, receive_pid;
   int send_code = FERRY_EXIT_OK, receive_code;
   int send_stats[2], receive_stats[2] = { -1, -1 };
@@ -280,13 +346,11 @@ run_local_copy (const struct nbd_stream_options *o)
     ferry_error ("cannot set up the copy: %s", g_strerror (errno));
     return FERRY_EXIT_FAILURE;
   }
-  for (size_t i = 0; i < G_N_ELEMENTS (stops); i++)
-    sigaction (stops[i], &pass, &old[i]);
+  pass_stops_begin (old);
   stats_pipe (send_stats);
   send_pid = fork_half (&sender, pipe_fds[1], send_report[1],
                         (int[]) { pipe_fds[0], send_report[0], receive_report[0],
                                   receive_report[1], send_stats[0], -1 }, send_stats);
-  stop_target = send_pid;
   close (pipe_fds[1]);
   close (send_report[1]);
   /* The receiver starts once the stream's header is there: SRC opened.  A
@@ -302,7 +366,6 @@ run_local_copy (const struct nbd_stream_options *o)
                              (int[]) { send_report[0], receive_report[0], receive_stats[0],
                                        send_stats[0], -1 },
                              receive_stats);
-    stop_target = receive_pid;
   }
   close (receive_report[1]);
   if (receive_pid > 0) {
@@ -323,8 +386,7 @@ run_local_copy (const struct nbd_stream_options *o)
     receive_code = send_code;
   }
   close (pipe_fds[0]);
-  for (size_t i = 0; i < G_N_ELEMENTS (stops); i++)
-    sigaction (stops[i], &old[i], NULL);
+  pass_stops_end (old);
   close (send_report[0]);
   close (receive_report[0]);
   take_half_stats (send_stats, "send");
@@ -467,25 +529,44 @@ remote_digest (const struct ferry_options *options, const struct image_arg *imag
 
 /* One IMAGE, in a child of its own (the stream mode runs once a process),
  * whose stdin is /dev/null: a remote digest's channel reads nothing of
- * the user's. */
+ * the user's.  Its caller passes the stops on (pass_stops_begin): the
+ * child ends too, and says how, rather than print its digest after this
+ * process has gone.  A stop that found no child running (it had just
+ * ended, or none had started) ends the digests here, with its line. */
 static int
 digest_one (struct ferry_options *options, const struct image_arg *image)
 {
-  pid_t pid = fork ();
-  int null;
+  pid_t pid;
+  int null, status;
 
+  if (stop_came) {
+    ferry_error ("stopped by %s", signal_watch_name (stop_came));
+    return 128 + stop_came;
+  }
+  pid = fork_stop_target ();
   if (pid < 0) {
     ferry_error ("cannot fork: %s", g_strerror (errno));
     return FERRY_EXIT_FAILURE;
   }
-  if (pid > 0)
-    return wait_code (pid);
+  if (pid > 0) {
+    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+      ;
+    stop_target = 0;
+    if (WIFSIGNALED (status)) {
+      /* A remote digest's child keeps the default actions. */
+      ferry_error ("%s: stopped by %s", image->text, signal_watch_name (WTERMSIG (status)));
+      return 128 + WTERMSIG (status);
+    }
+    return WIFEXITED (status) ? WEXITSTATUS (status) : FERRY_EXIT_FAILURE;
+  }
   null = open ("/dev/null", O_RDONLY);
   if (null < 0 || dup2 (null, STDIN_FILENO) < 0)
     _exit (FERRY_EXIT_FAILURE);
   close (null);
-  if (image->address)
+  if (image->address) {
+    stops_default ();
     _exit (remote_digest (options, image));
+  }
   options->stream.digest = image->path;
   if (image_is_path (image->path))
     options->stream.image_name = image->text;
@@ -495,6 +576,7 @@ digest_one (struct ferry_options *options, const struct image_arg *image)
 int
 digest_main (struct ferry_options *options, char **args, int n_args)
 {
+  struct sigaction old[G_N_ELEMENTS (stops)];
   int first_failure = FERRY_EXIT_OK;
 
   ferry_stats_set_string ("type", "digest");
@@ -502,6 +584,7 @@ digest_main (struct ferry_options *options, char **args, int n_args)
     ferry_error ("ferry digest takes one IMAGE or more; see 'ferry digest --help'");
     return FERRY_EXIT_USAGE;
   }
+  pass_stops_begin (old);
   for (int i = 0; i < n_args; i++) {
     struct image_arg image = { 0 };
     g_autoptr (GError) error = NULL;
@@ -516,7 +599,11 @@ digest_main (struct ferry_options *options, char **args, int n_args)
     if (first_failure == FERRY_EXIT_OK)
       first_failure = code;
     image_arg_clear (&image);
+    /* Stopped, or stdout is gone: the other images would say so again. */
+    if (code == FERRY_EXIT_IO || code >= 128)
+      break;
   }
+  pass_stops_end (old);
   return first_failure;
 }
 
@@ -527,6 +614,7 @@ static int
 digest_now (const struct ferry_options *options, const struct image_arg *image,
             const char *format, char hex[DIGEST_HEX_SIZE])
 {
+  struct sigaction old[G_N_ELEMENTS (stops)];
   struct ferry_options o = *options;
   char line[256];
   int fds[2], saved, code;
@@ -545,7 +633,9 @@ digest_now (const struct ferry_options *options, const struct image_arg *image,
   /* One line, which the pipe holds until the child has exited. */
   dup2 (fds[1], STDOUT_FILENO);
   close (fds[1]);
+  pass_stops_begin (old);
   code = digest_one (&o, image);
+  pass_stops_end (old);
   dup2 (saved, STDOUT_FILENO);
   close (saved);
   n = read (fds[0], line, sizeof line);

@@ -443,8 +443,10 @@ static bool
 file_open (struct nbd_export *e, const struct nbd_stream_options *options, const char *path,
            bool writing, GError **error)
 {
-  /* A DEST that is not there becomes a new regular file. */
-  int fd = open (path, writing ? O_RDWR | O_CREAT | O_CLOEXEC : O_RDONLY | O_CLOEXEC, 0666);
+  /* A DEST that is not there becomes a new regular file.  O_NONBLOCK: a
+   * FIFO opens at once, to be refused (file_size), rather than waiting for
+   * its other end; files and block devices ignore it. */
+  int fd = open (path, (writing ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC | O_NONBLOCK, 0666);
   g_autoptr (GError) pool_error = NULL;
   struct file_kind *f;
   struct stat st;
