@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -90,8 +89,7 @@ enum boundary {
                                  UNANSWERED_MAX wait */
   BOUNDARY_NEXT,              /* the next range: the controller's grant, or
                                  (after every answer) the receiver's REQUEST */
-  BOUNDARY_LAST,              /* none left: END, once every answer came;
-                                 with a controller at once (ends_early) */
+  BOUNDARY_LAST,              /* none left: END, once every answer came */
 };
 
 struct sender {
@@ -694,25 +692,6 @@ take_next_range (struct sender *s, struct nbd_range *next)
          took (s, nbd_range_take_request (&s->back, s->export.size, next, &error), &error);
 }
 
-/* --ranged with a controller (an upload's local half): END goes as soon
- * as no range is left, without waiting for the last ranges' answers, and
- * the stream's write side shuts after it, so that the receiver flushes
- * and exits a round trip sooner.  The sender still takes and checks every
- * answer before it ends (answers_pending).  A sender that reads the
- * receiver's REQUESTs learns that none is left only after its answers. */
-static bool
-ends_early (const struct sender *s)
-{
-  return s->options->control_fd > 0;
-}
-
-/* Whether the sender must stay for answers after its END went. */
-static bool
-answers_pending (struct sender *s)
-{
-  return s->ranged && !s->error && count_unanswered (s) > 0;
-}
-
 /* --ranged, once the pipeline reached the range's end (or before the
  * first): close the range with its RANGE_END; once that is written, open
  * the next range, or end the stream (END, counts zero) once every answer
@@ -749,7 +728,7 @@ ranged_step (struct sender *s)
     s->boundary = BOUNDARY_LAST;
     /* fall through */
   case BOUNDARY_LAST:
-    if (!ends_early (s) && count_unanswered (s) > 0)
+    if (count_unanswered (s) > 0)
       return;
     struct stream_end none = { 0 };
     stream_encode_end (s->preamble, s->export.size, &none);
@@ -906,9 +885,6 @@ write_ready (struct sender *s)
     if (!write_preamble (s))
       return false;
     if (s->end_queued) {
-      /* The receiver's EOF, while its answers still come back. */
-      if (!s->finished && s->ranged && ends_early (s))
-        shutdown (s->out, SHUT_WR);
       s->finished = true;
       return true;
     }
@@ -962,7 +938,7 @@ pump (gpointer data)
   }
   /* On a failure, wait for the reads in flight (their buffers) first,
    * unless the connections are gone; on a stop, for the record part-written. */
-  if ((s->finished && !answers_pending (s)) || (s->error && end_on_stop (s) &&
+  if (s->finished || (s->error && end_on_stop (s) &&
                       (nbd_export_in_flight (&s->export) == 0 || s->export.lost)))
     g_main_loop_quit (s->loop);
   return G_SOURCE_CONTINUE;
