@@ -170,7 +170,9 @@ pass_on_signal (int signum)
 }
 
 /* While children run, the stop signals go on to stop_target, except one
- * that was ignored when ferry started (nohup), which stays ignored. */
+ * that was ignored when ferry started (nohup), which stays ignored; not
+ * one that a finished copy's signal_watch_free ignores now (the
+ * --check-source digest after it). */
 static void
 pass_stops_begin (struct sigaction old[G_N_ELEMENTS (stops)])
 {
@@ -178,8 +180,7 @@ pass_stops_begin (struct sigaction old[G_N_ELEMENTS (stops)])
 
   sigemptyset (&pass.sa_mask);
   for (size_t i = 0; i < G_N_ELEMENTS (stops); i++)
-    if (sigaction (stops[i], &pass, &old[i]) == 0 && old[i].sa_handler == SIG_IGN)
-      sigaction (stops[i], &old[i], NULL);
+    sigaction (stops[i], signal_watch_ignored_at_start (stops[i]) ? NULL : &pass, &old[i]);
 }
 
 static void
@@ -199,8 +200,7 @@ stops_default (void)
 
   sigemptyset (&set);
   for (size_t i = 0; i < G_N_ELEMENTS (stops); i++) {
-    struct sigaction now;
-    if (sigaction (stops[i], NULL, &now) == 0 && now.sa_handler == pass_on_signal)
+    if (!signal_watch_ignored_at_start (stops[i]))
       signal (stops[i], SIG_DFL);
     sigaddset (&set, stops[i]);
   }
@@ -531,8 +531,9 @@ remote_digest (const struct ferry_options *options, const struct image_arg *imag
  * whose stdin is /dev/null: a remote digest's channel reads nothing of
  * the user's.  Its caller passes the stops on (pass_stops_begin): the
  * child ends too, and says how, rather than print its digest after this
- * process has gone.  A stop that found no child running (it had just
- * ended, or none had started) ends the digests here, with its line. */
+ * process has gone.  A stop that found no child running (one had just
+ * ended) ends the digests here, with its line, before the next image; one
+ * as the last image's child ended comes too late to stop anything. */
 static int
 digest_one (struct ferry_options *options, const struct image_arg *image)
 {
@@ -549,9 +550,14 @@ digest_one (struct ferry_options *options, const struct image_arg *image)
     return FERRY_EXIT_FAILURE;
   }
   if (pid > 0) {
-    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    int waited;
+    while ((waited = waitpid (pid, &status, 0)) < 0 && errno == EINTR)
       ;
     stop_target = 0;
+    if (waited < 0) {
+      ferry_error ("cannot wait for the digest of %s: %s", image->text, g_strerror (errno));
+      return FERRY_EXIT_FAILURE;
+    }
     if (WIFSIGNALED (status)) {
       /* A remote digest's child keeps the default actions. */
       ferry_error ("%s: stopped by %s", image->text, signal_watch_name (WTERMSIG (status)));
@@ -598,9 +604,11 @@ digest_main (struct ferry_options *options, char **args, int n_args)
     }
     if (first_failure == FERRY_EXIT_OK)
       first_failure = code;
+    bool remote = image.address != NULL;
     image_arg_clear (&image);
-    /* Stopped, or stdout is gone: the other images would say so again. */
-    if (code == FERRY_EXIT_IO || code >= 128)
+    /* Stopped, or stdout is gone (a local image's only FERRY_EXIT_IO):
+     * the other images would say so again. */
+    if ((code == FERRY_EXIT_IO && !remote) || code >= 128)
       break;
   }
   pass_stops_end (old);
@@ -700,11 +708,14 @@ copy_main (struct ferry_options *options, char **args, int n_args)
       setup_local_copy (o, &src, &dst, &path, &error);
   }
   ferry_stats_set_string ("type", src.address || dst.address ? "remote-copy" : "copy");
+  pid_t self = getpid ();
   if (error == NULL && nbd_remote_requested (o) && nbd_stream_validate (o, &error))
     rc = nbd_remote_main (options);
   else if (error == NULL && !nbd_remote_requested (o))
     rc = run_local_copy (o);
-  if (error == NULL && rc == FERRY_EXIT_OK && o->check_source) {
+  /* nbd_remote_main returns in each local half that it forked too (its
+   * code the half's): only the copy itself checks SRC. */
+  if (error == NULL && rc == FERRY_EXIT_OK && o->check_source && getpid () == self) {
     struct image_arg copied = dst;
     copied.path = path;
     rc = check_source (options, &src, &copied);

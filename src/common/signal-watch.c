@@ -176,6 +176,16 @@ signal_watch_block (sigset_t *old)
   pthread_sigmask (SIG_BLOCK, &set, old);
 }
 
+bool
+signal_watch_ignored_at_start (int signum)
+{
+  remember_start_dispositions ();
+  for (size_t i = 0; i < G_N_ELEMENTS (watched); i++)
+    if (watched[i] == signum)
+      return ignored_at_start[i];
+  return false;
+}
+
 void
 signal_watch_exit_on_stop (const char *suffix)
 {

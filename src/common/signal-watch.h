@@ -38,6 +38,11 @@ void signal_watch_dispatch (struct signal_watch *watch);
  * action before its own signal_watch_new, which unblocks them. */
 void signal_watch_block (sigset_t *old);
 
+/* Whether @signum (a watched one) was ignored when ferry started, as the
+ * first call here, signal_watch_new or signal_watch_block found it: after
+ * signal_watch_free every one is ignored, which says nothing of that. */
+bool signal_watch_ignored_at_start (int signum);
+
 /* Stop calling back; the signals are ignored from then on (ferry is
  * exiting with a code already decided). */
 void signal_watch_free (struct signal_watch *watch);
