@@ -284,16 +284,24 @@ take_half_stats (int fds[2], const char *name)
     ferry_stats_set (name, half);
 }
 
+/* @pid's exit code, or 128 + the signal that killed it (also in
+ * *@killed_by, if given; 0 otherwise). */
 static int
-wait_code (pid_t pid)
+wait_code (pid_t pid, int *killed_by)
 {
   int status;
 
+  if (killed_by)
+    *killed_by = 0;
   while (waitpid (pid, &status, 0) < 0)
-    if (errno != EINTR)
+    if (errno != EINTR) {
+      ferry_error ("cannot wait for process %d: %s", (int) pid, g_strerror (errno));
       return FERRY_EXIT_FAILURE;
+    }
   if (WIFEXITED (status))
     return WEXITSTATUS (status);
+  if (killed_by)
+    *killed_by = WTERMSIG (status);
   return 128 + WTERMSIG (status);
 }
 
@@ -356,7 +364,7 @@ run_local_copy (const struct nbd_stream_options *o)
   /* The receiver starts once the stream's header is there: SRC opened.  A
    * SRC that cannot be opened is the one line, with nothing written. */
   if (!wait_readable (pipe_fds[0])) {
-    send_code = wait_code (send_pid);
+    send_code = wait_code (send_pid, NULL);
     if (!print_deferred (send_report[0]) && send_code == FERRY_EXIT_OK)
       send_code = FERRY_EXIT_STREAM;
     receive_pid = -1;
@@ -369,12 +377,12 @@ run_local_copy (const struct nbd_stream_options *o)
   }
   close (receive_report[1]);
   if (receive_pid > 0) {
-    receive_code = wait_code (receive_pid);
+    receive_code = wait_code (receive_pid, NULL);
     stop_target = 0;
     /* The receiver has ended: what the sender still writes goes nowhere. */
     if (receive_code != FERRY_EXIT_OK)
       kill (send_pid, SIGKILL);
-    send_code = wait_code (send_pid);
+    send_code = wait_code (send_pid, NULL);
     if (receive_code != FERRY_EXIT_OK && send_code != FERRY_EXIT_OK &&
         send_code != 128 + SIGKILL)
       /* The sender said why it stopped; the receiver's cut line would
@@ -538,7 +546,7 @@ static int
 digest_one (struct ferry_options *options, const struct image_arg *image)
 {
   pid_t pid;
-  int null, status;
+  int null, code, killed_by;
 
   if (stop_came) {
     ferry_error ("stopped by %s", signal_watch_name (stop_came));
@@ -550,20 +558,12 @@ digest_one (struct ferry_options *options, const struct image_arg *image)
     return FERRY_EXIT_FAILURE;
   }
   if (pid > 0) {
-    int waited;
-    while ((waited = waitpid (pid, &status, 0)) < 0 && errno == EINTR)
-      ;
+    code = wait_code (pid, &killed_by);
     stop_target = 0;
-    if (waited < 0) {
-      ferry_error ("cannot wait for the digest of %s: %s", image->text, g_strerror (errno));
-      return FERRY_EXIT_FAILURE;
-    }
-    if (WIFSIGNALED (status)) {
-      /* A remote digest's child keeps the default actions. */
-      ferry_error ("%s: stopped by %s", image->text, signal_watch_name (WTERMSIG (status)));
-      return 128 + WTERMSIG (status);
-    }
-    return WIFEXITED (status) ? WEXITSTATUS (status) : FERRY_EXIT_FAILURE;
+    /* A remote digest's child keeps the default actions. */
+    if (killed_by)
+      ferry_error ("%s: stopped by %s", image->text, signal_watch_name (killed_by));
+    return code;
   }
   null = open ("/dev/null", O_RDONLY);
   if (null < 0 || dup2 (null, STDIN_FILENO) < 0)

@@ -42,19 +42,22 @@ const char *
 image_format_probe (const char *path, const char *name, GError **error)
 {
   uint8_t header[PROBE_BYTES] = { 0 };
-  /* O_NONBLOCK: a FIFO opens at once, and is refused, rather than waiting
-   * for a writer (regular files and block devices ignore it). */
+  /* O_NONBLOCK: a FIFO opens at once rather than waiting for a writer
+   * (regular files and block devices ignore it). */
   int fd = open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat st;
-  ssize_t n = -1;
+  ssize_t n;
 
+  /* Neither a file, a device nor a directory (a FIFO, a socket): no header
+   * to probe; the raw image's open refuses it, in its own words. */
+  if (fd >= 0 && fstat (fd, &st) == 0 && !S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode) &&
+      !S_ISDIR (st.st_mode)) {
+    close (fd);
+    return "raw";
+  }
+  n = fd < 0 ? -1 : pread (fd, header, sizeof header, 0);
   /* A directory opens, and its read fails: "cannot open" either way. */
-  if (fd < 0 || fstat (fd, &st) < 0)
-    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", name, g_strerror (errno));
-  else if (!S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode) && !S_ISDIR (st.st_mode))
-    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: not a regular file or a "
-                     "block device", name);
-  else if ((n = pread (fd, header, sizeof header, 0)) < 0)
+  if (n < 0)
     ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", name, g_strerror (errno));
   if (fd >= 0)
     close (fd);
