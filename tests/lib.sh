@@ -31,21 +31,33 @@ our_child () {  # PID
     [ "${ppid//[[:space:]]/}" = "$$" ]
 }
 
+# The one-letter state of PID (R, S, T...), empty once it is gone.
+proc_state () {  # PID
+    sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' "/proc/$1/status" 2>/dev/null || true
+}
+
 # Wait for PID, signalled by cleanup, for up to 30 s (ferry's default
 # --drain-timeout is 10 s).  One still running is a hang in its stop:
 # its threads' stacks are printed (gdb, when installed) and the test fails,
 # rather than waiting for meson's timeout with nothing said.
 reap () {  # PID
-    local i state
+    local i tracer inspect
     for ((i = 0; i < 600; i++)); do
-        state=$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' "/proc/$1/status" 2>/dev/null) || state=
-        case $state in ''|Z) wait "$1" 2>/dev/null || true; return 0 ;; esac
+        case $(proc_state "$1") in ''|Z) wait "$1" 2>/dev/null || true; return 0 ;; esac
         our_child "$1" || return 0
         sleep 0.05
     done
     echo "FAIL: $1 ($(tr '\0' ' ' < "/proc/$1/cmdline")) still running 30 s after SIGTERM" >&2 || true
     if command -v gdb > /dev/null; then
-        gdb -p "$1" -batch -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)' >&2 || true
+        # A sanitizer build's leak check traces the process: then its
+        # tracer's stack says where the stop stands.
+        inspect=$1
+        tracer=$(sed -n 's/^TracerPid:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null) || tracer=
+        if [ "${tracer:-0}" != 0 ]; then
+            echo "$1 is traced by $tracer ($(tr '\0' ' ' < "/proc/$tracer/cmdline"))" >&2 || true
+            inspect=$tracer
+        fi
+        gdb -p "$inspect" -batch -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)' >&2 || true
     else
         grep -H . /proc/"$1"/task/*/wchan >&2 || true
     fi
@@ -54,11 +66,18 @@ reap () {  # PID
     REAP_FAILED=1
 }
 
+# SIGCONT for a peer that a failed test left stopped (SIGSTOP), which would
+# never act on its SIGTERM.  Only for one in a job-control stop (state T):
+# a SIGCONT discards a pending SIGSTOP, and a sanitizer build's process
+# that is exiting is being stopped by its LeakSanitizer (PTRACE_ATTACH
+# sends one), which then waits for that stop forever.
+wake_stopped () {  # PID
+    [ "$(proc_state "$1")" != T ] || kill -CONT "$1" 2>/dev/null || true
+}
+
 cleanup () {
     local i
-    # SIGCONT: a test that failed while it held a peer stopped (SIGSTOP)
-    # would wait for it forever.
-    for pid in $PIDS; do our_child "$pid" && kill "$pid" 2>/dev/null && kill -CONT "$pid" 2>/dev/null || true; done
+    for pid in $PIDS; do our_child "$pid" && kill "$pid" 2>/dev/null && wake_stopped "$pid" || true; done
     for pid in $PIDS; do reap "$pid"; done
     for ((i = ${#CLEANUP_FNS[@]} - 1; i >= 0; i--)); do
         eval "${CLEANUP_FNS[i]}" || true
