@@ -7,8 +7,9 @@
 # backing file as SRC; ferry digest of a qcow2 equal to python3's over the
 # raw bytes; and qemu-nbd missing from PATH: one line that names the
 # program, the host and the Debian package, exit 3; qemu-img missing for a
-# new qcow2 DST, the same; and a qcow2 SRC named raw: its file's bytes,
-# never probed.
+# new qcow2 DST, the same; an image that qemu cannot open (a missing
+# backing file, a lock held): one line with qemu's reason; and a qcow2 SRC
+# named raw: its file's bytes, never probed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 need qemu-nbd qemu-io
@@ -90,6 +91,28 @@ assert_eq "ferry: stream truncated in the stream header (stream byte 0, export o
 want=$(raw_digest "$T/overlay.qcow2")
 assert_eq "$want  $T/overlay.qcow2
 $want  $T/flat.qcow2" "$("$FERRY" digest "$T/overlay.qcow2" "$T/flat.qcow2")" "ferry digest"
+
+# An image qemu cannot open is one line with qemu's reason, exit 3: a
+# backing file that is missing (named, not its overlay), and a qcow2 that
+# another qemu-nbd holds for writing.
+qemu-img create -q -f qcow2 "$T/gone-base.qcow2" 16M
+qemu-img create -q -f qcow2 -b "$T/gone-base.qcow2" -F qcow2 "$T/orphan.qcow2"
+rm "$T/gone-base.qcow2"
+rc=0
+within 60 "$FERRY" copy "$T/orphan.qcow2" "$T/x.img" 2> "$T/err" || rc=$?
+assert_eq 3 "$rc" "exit code for a missing backing file"
+assert_eq "ferry: cannot open $T/orphan.qcow2: Could not open '$T/gone-base.qcow2': Could not open '$T/gone-base.qcow2': No such file or directory" \
+    "$(cat "$T/err")" "the line for a missing backing file"
+[ ! -e "$T/x.img" ] || fail "DST was created although SRC could not be opened"
+qemu-img create -q -f qcow2 "$T/held.qcow2" 256M
+bg qemu-nbd -f qcow2 -k "$T/holder.sock" "$T/held.qcow2"
+wait_for_socket "$T/holder.sock"
+rc=0
+within 60 "$FERRY" copy --dst-format=qcow2 "$T/base.img" "$T/held.qcow2" 2> "$T/err" || rc=$?
+assert_eq 3 "$rc" "exit code for a DST that qemu-nbd holds"
+assert_eq 1 "$(wc -l < "$T/err")" "one line for a DST that qemu-nbd holds"
+assert_contains "$T/err" "ferry: cannot open $T/held.qcow2: Could not open '$T/held.qcow2': Failed to get shared \"write\" lock" \
+    "the line for a DST that qemu-nbd holds"
 
 # No qemu-nbd on PATH.
 mkdir "$T/bin"

@@ -124,28 +124,60 @@ find_qemu_program (const char *program, const char *what, GError **error)
   return found;
 }
 
+/* Run qemu-img with @args (after its name) to @verb @name ("create",
+ * "creating"): its failure is one line, "cannot @verb @name: " and
+ * qemu-img's message, whose lines it joins. */
+static bool
+run_qemu_img (const char *const *args, const char *verb, const char *doing, const char *name,
+              GError **error)
+{
+  g_autofree char *what = g_strdup_printf ("%s %s", doing, name);
+  g_autofree char *qemu_img = find_qemu_program ("qemu-img", what, error);
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_autofree char *err = NULL;
+  g_auto (GStrv) lines = NULL;
+  int status;
+
+  if (qemu_img == NULL)
+    return false;
+  g_ptr_array_add (argv, qemu_img);
+  for (; *args; args++)
+    g_ptr_array_add (argv, (char *) *args);
+  g_ptr_array_add (argv, NULL);
+  if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL,
+                     NULL, &err, &status, error))
+    return false;
+  if (g_spawn_check_wait_status (status, NULL))
+    return true;
+  if (g_str_has_prefix (err, "qemu-img: "))
+    memmove (err, err + strlen ("qemu-img: "), strlen (err) - strlen ("qemu-img: ") + 1);
+  lines = g_strsplit (g_strstrip (err), "\n", -1);
+  g_free (err);
+  err = g_strjoinv ("; ", lines);
+  return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot %s %s: %s", verb, name, err);
+}
+
 /* @absolute: see image_resolve; @name: for messages. */
 static bool
 create_image (const char *absolute, const char *name, const char *format, uint64_t size,
               GError **error)
 {
-  g_autofree char *what = g_strdup_printf ("creating %s", name);
-  g_autofree char *qemu_img = find_qemu_program ("qemu-img", what, error);
   g_autofree char *size_arg = g_strdup_printf ("%" G_GUINT64_FORMAT, size);
-  g_autofree char *err = NULL;
-  const char *argv[] = { "qemu-img", "create", "-q", "-f", format, absolute, size_arg, NULL };
-  int status;
+  const char *args[] = { "create", "-q", "-f", format, absolute, size_arg, NULL };
 
-  if (qemu_img == NULL)
-    return false;
-  argv[0] = qemu_img;
-  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, &err,
-                     &status, error))
-    return false;
-  if (!g_spawn_check_wait_status (status, NULL))
-    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot create %s: %s", name,
-                            g_strstrip (err));
-  return true;
+  return run_qemu_img (args, "create", "creating", name, error);
+}
+
+/* qemu-nbd's own failure to open the image (a backing file missing, a
+ * lock that another process holds) would be its lines on stderr and then
+ * a lost connection: qemu-img opens the image, and its whole backing
+ * chain, first, and says why in ferry's one line. */
+static bool
+check_image_opens (const char *absolute, const char *name, const char *format, GError **error)
+{
+  const char *args[] = { "info", "--backing-chain", "-f", format, absolute, NULL };
+
+  return run_qemu_img (args, "open", "opening", name, error);
 }
 
 bool
@@ -186,6 +218,8 @@ image_resolve (const struct image_request *q, struct image_resolved *out, GError
     if (!create_image (absolute, out->name, format, q->create_size, error))
       return false;
     out->created = true;
+  } else if (!check_image_opens (absolute, out->name, format, error)) {
+    return false;
   }
   out->command = qemu_nbd_command (absolute, format, q->writing);
   return true;
