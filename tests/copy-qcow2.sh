@@ -2,7 +2,7 @@
 # ferry copy with qcow2 at either end, served by qemu-nbd that ferry starts
 # itself: a qcow2 SRC found by its header, a missing qcow2 DST created at
 # SRC's size (an NBD export's: the stream's; a stop while its header is
-# awaited, or a stream cut before it, is one line), its holes unallocated
+# awaited or DST created, or a stream cut before it, is one line), its holes unallocated
 # clusters; qcow2 to raw and raw to qcow2, holes kept; a qcow2 with a
 # backing file as SRC; ferry digest of a qcow2 equal to python3's over the
 # raw bytes; and qemu-nbd missing from PATH: one line that names the
@@ -79,6 +79,28 @@ assert_eq 143 "$rc" "a stop while waiting for the header: exit code"
 assert_eq "ferry: stopped by SIGTERM while waiting for the stream's header" "$(cat "$T/err")" \
     "a stop while waiting for the header: the line"
 [ ! -e "$T/never.qcow2" ] || fail "a stop while waiting for the header: DST was made"
+# A stop just after the header, while qemu-img creates DST (slowed by a
+# wrapper): it waits for the receiver's own watch, which ends ferry with
+# 128 + the signal; before, it was discarded and the copy ran on to exit 0.
+"$FERRY" --nbd-send="$T/base.img" > "$T/stream"
+mkdir "$T/slow-bin"
+cat > "$T/slow-bin/qemu-img" <<SLOW
+#!/bin/sh
+touch "$T/creating"
+sleep 1
+exec $(command -v qemu-img) "\$@"
+SLOW
+chmod +x "$T/slow-bin/qemu-img"
+PATH="$T/slow-bin:$PATH" "$FERRY" --dst-format=qcow2 --nbd-receive="$T/late.qcow2" \
+    < "$T/stream" 2> "$T/err" &
+receiver=$!
+wait_until 10 test -e "$T/creating"
+kill -TERM $receiver
+rc=0
+wait_exit 20 $receiver || rc=$?
+assert_eq 143 "$rc" "a stop while DST is created: exit code"
+assert_eq 1 "$(wc -l < "$T/err")" "a stop while DST is created: one line"
+assert_contains "$T/err" "ferry: stopped by SIGTERM" "a stop while DST is created: the line"
 # A stream that ends before its header: the receiver's line, exit 21, no DST.
 rc=0
 printf abc | "$FERRY" --dst-format=qcow2 --nbd-receive="$T/never.qcow2" 2> "$T/err" || rc=$?

@@ -153,17 +153,30 @@ signal_watch_new (signal_watch_fn callback, void *data)
   return w;
 }
 
+static void
+watch_release (struct signal_watch *w)
+{
+  g_source_remove (w->source_id);
+  close (w->rfd);
+  close (signal_pipe_wfd);
+  signal_pipe_wfd = -1;
+  g_free (w);
+}
+
 void
 signal_watch_free (struct signal_watch *w)
 {
   if (w == NULL)
     return;
   set_action (SIG_IGN);
-  g_source_remove (w->source_id);
-  close (w->rfd);
-  close (signal_pipe_wfd);
-  signal_pipe_wfd = -1;
-  g_free (w);
+  watch_release (w);
+}
+
+void
+signal_watch_hand_over (struct signal_watch *w)
+{
+  signal_watch_block (NULL);
+  watch_release (w);
 }
 
 void

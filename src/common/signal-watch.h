@@ -47,6 +47,11 @@ bool signal_watch_ignored_at_start (int signum);
  * exiting with a code already decided). */
 void signal_watch_free (struct signal_watch *watch);
 
+/* Stop calling back, the signals blocked and not ignored: one that comes
+ * meanwhile waits for the next signal_watch_new (an ignored one would be
+ * discarded, even blocked). */
+void signal_watch_hand_over (struct signal_watch *watch);
+
 /* Until called again with NULL, a signal that stops ferry ends it in its
  * handler, with "ferry: stopped by SIGTERM" and @suffix (which must stay
  * valid, and end with a newline) on stderr and exit code 128 + the signal:

@@ -200,7 +200,6 @@ size_from_stream_header (struct nbd_stream_options *o, uint8_t *header, bool *cu
   struct stream_parser parser;
   struct stream_event event = { STREAM_EVENT_NONE };
   size_t have = 0;
-  sigset_t unused;
 
   if (!o->receive || o->raw || o->create_size || !o->dst_format ||
       strcmp (o->dst_format, "raw") == 0 || !image_is_path (o->receive) ||
@@ -213,9 +212,8 @@ size_from_stream_header (struct nbd_stream_options *o, uint8_t *header, bool *cu
   signal_watch_exit_on_stop (" while waiting for the stream's header\n");
   struct signal_watch *stops = signal_watch_new (ignore_signal, NULL);
   bool whole = read_header (header, &have);
-  signal_watch_block (&unused);
+  signal_watch_hand_over (stops);
   signal_watch_exit_on_stop (NULL);
-  signal_watch_free (stops);
   o->stdin_header = header;
   o->stdin_header_len = have;
   stream_parser_init (&parser);
