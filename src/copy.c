@@ -156,16 +156,20 @@ set_create_size (struct nbd_stream_options *o, const char *src)
  * sender until it has opened SRC, then its receiver, which says how far
  * DST is complete. */
 static volatile sig_atomic_t stop_target;
+/* Whether stop_target is in this process's group, where a terminal's ^C
+ * (the kernel's, to the whole foreground group) reached it already. */
+static volatile sig_atomic_t stop_target_in_group;
 /* The last stop signal that came, passed on or not: a child may have
  * ended just before it (a zombie gets nothing), or none was running. */
 static volatile sig_atomic_t stop_came;
 static const int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
 static void
-pass_on_signal (int signum)
+pass_on_signal (int signum, siginfo_t *info, void *context)
 {
+  (void) context;
   stop_came = signum;
-  if (stop_target > 0)
+  if (stop_target > 0 && !(info->si_code == SI_KERNEL && stop_target_in_group))
     kill (stop_target, signum);
 }
 
@@ -176,7 +180,7 @@ pass_on_signal (int signum)
 static void
 pass_stops_begin (struct sigaction old[G_N_ELEMENTS (stops)])
 {
-  struct sigaction pass = { .sa_handler = pass_on_signal };
+  struct sigaction pass = { .sa_sigaction = pass_on_signal, .sa_flags = SA_SIGINFO };
 
   sigemptyset (&pass.sa_mask);
   for (size_t i = 0; i < G_N_ELEMENTS (stops); i++)
@@ -191,37 +195,26 @@ pass_stops_end (const struct sigaction old[G_N_ELEMENTS (stops)])
     sigaction (stops[i], &old[i], NULL);
 }
 
-/* In a child that has no handlers of its own: the default actions,
- * unblocked (a stop ignored at the start stays ignored). */
-static void
-stops_default (void)
-{
-  sigset_t set;
-
-  sigemptyset (&set);
-  for (size_t i = 0; i < G_N_ELEMENTS (stops); i++) {
-    if (!signal_watch_ignored_at_start (stops[i]))
-      signal (stops[i], SIG_DFL);
-    sigaddset (&set, stops[i]);
-  }
-  pthread_sigmask (SIG_UNBLOCK, &set, NULL);
-}
-
-/* fork(), the child becoming stop_target.  The signals are blocked across
- * it, and stay blocked in the child: one that comes before the child's own
- * handlers are in place waits for them (the stream mode's
+/* fork(), the child becoming stop_target, in a process group of its own
+ * if @own_group (set by both, whichever runs first).  The signals are
+ * blocked across it, and stay blocked in the child: one that comes before
+ * the child's own handlers are in place waits for them (the stream mode's
  * signal_watch_new unblocks it) instead of reaching pass_on_signal,
  * inherited from here with a stop_target that is not its own. */
 static pid_t
-fork_stop_target (void)
+fork_stop_target (bool own_group)
 {
   sigset_t mask;
   pid_t pid;
 
   signal_watch_block (&mask);
   pid = fork ();
-  if (pid > 0)
+  if (own_group && pid >= 0)
+    setpgid (pid == 0 ? 0 : pid, 0);
+  if (pid > 0) {
+    stop_target_in_group = !own_group;
     stop_target = pid;
+  }
   if (pid != 0)
     pthread_sigmask (SIG_SETMASK, &mask, NULL);
   return pid;
@@ -236,7 +229,7 @@ static pid_t
 fork_half (const struct nbd_stream_options *half, int stream_fd, int report, int *close_fds,
            int stats[2])
 {
-  pid_t pid = fork_stop_target ();
+  pid_t pid = fork_stop_target (true);
   int rc;
 
   if (pid != 0) {
@@ -245,7 +238,6 @@ fork_half (const struct nbd_stream_options *half, int stream_fd, int report, int
     stats[1] = -1;
     return pid;
   }
-  setpgid (0, 0);
   for (int *fd = close_fds; *fd >= 0; fd++)
     close (*fd);
   /* --stats=json: this half's object goes to the parent, which writes
@@ -484,13 +476,50 @@ setup_remote_copy (struct ferry_options *options, const struct image_arg *src,
 
 /* --- ferry digest --- */
 
+/* A remote digest, as its relay and the stops see it. */
+struct remote_digest_run {
+  int code;                   /* the relay's exit code; -1 until it ends */
+  int stop_signum;            /* the stop signal that came; 0 before */
+};
+
 static void
 on_digest_relay_done (struct relay *relay, int exit_code, void *data)
 {
-  int *code = data;
+  struct remote_digest_run *r = data;
 
   (void) relay;
-  *code = exit_code;
+  r->code = exit_code;
+}
+
+/* A stop ends the wait: the session closes, and the far ferry, whose
+ * stdout's reader has gone with it, reads its image no further (the
+ * "signal" request would not do: sshd refuses it for root's sessions).
+ * While connecting, the connection gives up (signal_watch_stop_pending). */
+static void
+on_digest_stop (int signum, void *data)
+{
+  struct remote_digest_run *r = data;
+
+  if (signum != SIGUSR1 && r->stop_signum == 0)
+    r->stop_signum = signum;
+}
+
+/* Relay the far ferry's line until it ends, or a stop. */
+static int
+relay_remote_digest (const struct ferry_options *options, const struct image_arg *image,
+                     struct endpoint *channel, struct remote_digest_run *r)
+{
+  struct relay *relay = relay_new (endpoint_stdio_new (false, options->relay.buffer_size),
+                                   channel, &options->relay, on_digest_relay_done, r);
+
+  while (r->code < 0 && r->stop_signum == 0)
+    g_main_context_iteration (NULL, TRUE);
+  relay_free (relay);
+  if (r->code >= 0)
+    return r->code;
+  ferry_error ("stopped by %s: the digest of %s was not finished",
+               signal_watch_name (r->stop_signum), image->text);
+  return 128 + r->stop_signum;
 }
 
 /* The remote ferry computes it: `ferry --nbd-digest=PATH` on HOST, with
@@ -510,6 +539,8 @@ remote_digest (const struct ferry_options *options, const struct image_arg *imag
     options->connect.remote_helper ? options->connect.remote_helper : "ferry",
     digest, name, format,
   };
+  struct remote_digest_run r = { .code = -1 };
+  struct signal_watch *signals = signal_watch_new (on_digest_stop, &r);
   struct ferry_ssh_conn *conn = NULL;
   struct endpoint *channel = NULL;
   int code = -1;
@@ -519,15 +550,11 @@ remote_digest (const struct ferry_options *options, const struct image_arg *imag
     g_string_append_printf (command, "%s%s", i ? " " : "", quoted);
   }
   if (address && (conn = ferry_ssh_conn_new (address, &options->connect, &error)) &&
-      (channel = endpoint_ssh_exec_on (conn, NULL, command->str, NULL, &error))) {
-    struct relay *relay = relay_new (endpoint_stdio_new (false, options->relay.buffer_size),
-                                     channel, &options->relay, on_digest_relay_done, &code);
-    while (code < 0)
-      g_main_context_iteration (NULL, TRUE);
-    relay_free (relay);
-  }
+      (channel = endpoint_ssh_exec_on (conn, NULL, command->str, NULL, &error)))
+    code = relay_remote_digest (options, image, channel, &r);
   if (conn)
     ferry_ssh_conn_unref (conn);
+  signal_watch_free (signals);
   if (error) {
     ferry_error ("%s", error->message);
     return error->code;
@@ -537,9 +564,10 @@ remote_digest (const struct ferry_options *options, const struct image_arg *imag
 
 /* One IMAGE, in a child of its own (the stream mode runs once a process),
  * whose stdin is /dev/null: a remote digest's channel reads nothing of
- * the user's.  Its caller passes the stops on (pass_stops_begin): the
- * child ends too, and says how, rather than print its digest after this
- * process has gone.  A stop that found no child running (one had just
+ * the user's.  Its caller passes the stops on (pass_stops_begin; a
+ * terminal's reaches the child in ferry's group by itself): the child ends
+ * too, and says how (a remote digest's far ferry, which gets the stop in
+ * turn), rather than print its digest after this process has gone.  A stop that found no child running (one had just
  * ended) ends the digests here, with its line, before the next image; one
  * as the last image's child ended comes too late to stop anything. */
 static int
@@ -552,7 +580,8 @@ digest_one (struct ferry_options *options, const struct image_arg *image)
     ferry_error ("stopped by %s", signal_watch_name (stop_came));
     return 128 + stop_came;
   }
-  pid = fork_stop_target ();
+  /* In ferry's group: a remote digest's login may ask on the terminal. */
+  pid = fork_stop_target (false);
   if (pid < 0) {
     ferry_error ("cannot fork: %s", g_strerror (errno));
     return FERRY_EXIT_FAILURE;
@@ -560,7 +589,7 @@ digest_one (struct ferry_options *options, const struct image_arg *image)
   if (pid > 0) {
     code = wait_code (pid, &killed_by);
     stop_target = 0;
-    /* A remote digest's child keeps the default actions. */
+    /* Killed (SIGKILL): the child said nothing itself. */
     if (killed_by)
       ferry_error ("%s: stopped by %s", image->text, signal_watch_name (killed_by));
     return code;
@@ -569,10 +598,8 @@ digest_one (struct ferry_options *options, const struct image_arg *image)
   if (null < 0 || dup2 (null, STDIN_FILENO) < 0)
     _exit (FERRY_EXIT_FAILURE);
   close (null);
-  if (image->address) {
-    stops_default ();
+  if (image->address)
     _exit (remote_digest (options, image));
-  }
   options->stream.digest = image->path;
   if (image_is_path (image->path))
     options->stream.image_name = image->text;

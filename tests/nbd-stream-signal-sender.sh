@@ -160,7 +160,10 @@ set +e
 "$FERRY" --nbd-digest="$(uri ref)" 2> "$T/err" | true
 rc=${PIPESTATUS[0]}
 set -e
-assert_ferry_error 4 "$rc" "$T/err" "cannot write the digest to stdout: Broken pipe"
+# Its reader gone while it reads (the digest ends early) or as it ends.
+assert_ferry_error 4 "$rc" "$T/err" "cannot write the digest to stdout: "
+grep -qE "stdout: (its reader has gone \(the image was read up to offset [0-9]+\)|Broken pipe)$" "$T/err" ||
+    fail "--nbd-digest without a reader: $(cat "$T/err")"
 
 # A server slow to open the export: the signal ends the handshake.
 serve hang --filter=delay pattern size=$size delay-open=10

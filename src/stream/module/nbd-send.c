@@ -104,7 +104,8 @@ struct sender {
                                  skipped, as holes; -1 otherwise */
   int out_flags;              /* stdout's file status flags before, put back
                                  at the end; -1 if untouched */
-  GSource *out_watch;         /* while stdout is full */
+  GSource *out_watch;         /* while stdout is full; --nbd-digest's, for
+                                 its reader's end */
   bool kicked;                /* the pump has work: completions, room on stdout */
 
   struct nbd_read_queue reads;   /* struct request, each released once written
@@ -552,6 +553,24 @@ on_stdout_writable (gint fd, GIOCondition condition, gpointer data)
 
   gsource_release (s->out_watch);
   s->out_watch = NULL;
+  schedule_pump (s);
+  return G_SOURCE_REMOVE;
+}
+
+/* --nbd-digest: stdout's reader has gone (a pipe's, or a remote digest's
+ * ssh session): the line would go nowhere, so the image is read no
+ * further. */
+static gboolean
+on_digest_reader_gone (gint fd, GIOCondition condition, gpointer data)
+{
+  struct sender *s = data;
+
+  (void) fd;
+  (void) condition;
+  g_clear_pointer (&s->out_watch, gsource_release);
+  set_failure (s, g_error_new (FERRY_ERROR, FERRY_EXIT_IO,
+                               "cannot write the digest to stdout: its reader has gone "
+                               "(the image was read up to offset %" PRIu64 ")", sent_to (s)));
   schedule_pump (s);
   return G_SOURCE_REMOVE;
 }
@@ -1084,8 +1103,15 @@ prepare_send (struct sender *s)
                                                              : STREAM_VERSION);
     s->preamble_len = STREAM_HEADER_SIZE;
   }
-  if (!s->digest_only)
+  if (!s->digest_only) {
     take_stdout (s);
+  } else {
+    /* POLLERR (a pipe) or POLLHUP (a socket, a terminal) without asking. */
+    s->out_watch = g_unix_fd_source_new (s->out, 0);
+    g_source_set_callback (s->out_watch, (GSourceFunc) (void (*) (void)) on_digest_reader_gone,
+                           s, NULL);
+    gsource_attach (s->out_watch);
+  }
   s->progress = nbd_stream_progress_new (options, sample_progress, s);
   s->stats.start_us = g_get_monotonic_time ();
   return true;
