@@ -157,7 +157,8 @@ set_create_size (struct nbd_stream_options *o, const char *src)
  * DST is complete. */
 static volatile sig_atomic_t stop_target;
 /* Whether stop_target is in this process's group, where a terminal's ^C
- * (the kernel's, to the whole foreground group) reached it already. */
+ * or ^\ (the kernel's, to the whole foreground group) reached it already;
+ * a hangup's SIGHUP goes to the session leader alone. */
 static volatile sig_atomic_t stop_target_in_group;
 /* The last stop signal that came, passed on or not: a child may have
  * ended just before it (a zombie gets nothing), or none was running. */
@@ -167,9 +168,11 @@ static const int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 static void
 pass_on_signal (int signum, siginfo_t *info, void *context)
 {
+  bool from_keyboard = info->si_code == SI_KERNEL && (signum == SIGINT || signum == SIGQUIT);
+
   (void) context;
   stop_came = signum;
-  if (stop_target > 0 && !(info->si_code == SI_KERNEL && stop_target_in_group))
+  if (stop_target > 0 && !(from_keyboard && stop_target_in_group))
     kill (stop_target, signum);
 }
 
@@ -565,9 +568,10 @@ remote_digest (const struct ferry_options *options, const struct image_arg *imag
 /* One IMAGE, in a child of its own (the stream mode runs once a process),
  * whose stdin is /dev/null: a remote digest's channel reads nothing of
  * the user's.  Its caller passes the stops on (pass_stops_begin; a
- * terminal's reaches the child in ferry's group by itself): the child ends
- * too, and says how (a remote digest's far ferry, which gets the stop in
- * turn), rather than print its digest after this process has gone.  A stop that found no child running (one had just
+ * terminal's ^C reaches the child in ferry's group by itself): the child
+ * ends too, and says how, rather than print its digest after this process
+ * has gone (a remote digest closes its session, which ends the far
+ * ferry's reading).  A stop that found no child running (one had just
  * ended) ends the digests here, with its line, before the next image; one
  * as the last image's child ended comes too late to stop anything. */
 static int

@@ -134,7 +134,8 @@ run_qemu_img (const char *const *args, const char *verb, const char *doing, cons
   g_autofree char *what = g_strdup_printf ("%s %s", doing, name);
   g_autofree char *qemu_img = find_qemu_program ("qemu-img", what, error);
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_autofree char *err = NULL;
+  g_autofree char *err = NULL, *reason = NULL;
+  g_autoptr (GError) failed = NULL;
   g_auto (GStrv) lines = NULL;
   int status;
 
@@ -144,17 +145,17 @@ run_qemu_img (const char *const *args, const char *verb, const char *doing, cons
   for (; *args; args++)
     g_ptr_array_add (argv, (char *) *args);
   g_ptr_array_add (argv, NULL);
-  if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL,
-                     NULL, &err, &status, error))
-    return false;
-  if (g_spawn_check_wait_status (status, NULL))
+  if (g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL,
+                    NULL, &err, &status, &failed) &&
+      g_spawn_check_wait_status (status, &failed))
     return true;
-  if (g_str_has_prefix (err, "qemu-img: "))
+  /* qemu-img's own words; else how it could not run, or how it ended. */
+  if (err && g_str_has_prefix (err, "qemu-img: "))
     memmove (err, err + strlen ("qemu-img: "), strlen (err) - strlen ("qemu-img: ") + 1);
-  lines = g_strsplit (g_strstrip (err), "\n", -1);
-  g_free (err);
-  err = g_strjoinv ("; ", lines);
-  return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot %s %s: %s", verb, name, err);
+  lines = g_strsplit (err ? g_strstrip (err) : "", "\n", -1);
+  reason = g_strjoinv ("; ", lines);
+  return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot %s %s: %s", verb, name,
+                          *reason ? reason : failed->message);
 }
 
 /* @absolute: see image_resolve; @name: for messages. */

@@ -171,6 +171,24 @@ ignore_signal (int signum, void *data)
 {
 }
 
+/* Until stops_wait: a stop ends ferry at once, with "stopped by SIGTERM"
+ * and @suffix (" while ...\n"), before anything is read or written.  The
+ * suffix first: a local half's stops come unblocked, at once. */
+static struct signal_watch *
+stops_exit_at_once (const char *suffix)
+{
+  signal_watch_exit_on_stop (suffix);
+  return signal_watch_new (ignore_signal, NULL);
+}
+
+/* From then on, the stops wait blocked for the module's watch. */
+static void
+stops_wait (struct signal_watch *stops)
+{
+  signal_watch_hand_over (stops);
+  signal_watch_exit_on_stop (NULL);
+}
+
 /* @header's bytes from stdin; false at its end before them. */
 static bool
 read_header (uint8_t *header, size_t *have)
@@ -206,14 +224,9 @@ size_from_stream_header (struct nbd_stream_options *o, uint8_t *header, bool *cu
       (g_file_test (o->receive, G_FILE_TEST_EXISTS) &&
        !g_file_test (o->receive, G_FILE_TEST_IS_DIR)))
     return true;
-  /* A stop while the header is awaited ends ferry with its line (the
-   * suffix first: a local half's stops come unblocked, at once); after,
-   * the stops wait blocked for the module's watch. */
-  signal_watch_exit_on_stop (" while waiting for the stream's header\n");
-  struct signal_watch *stops = signal_watch_new (ignore_signal, NULL);
+  struct signal_watch *stops = stops_exit_at_once (" while waiting for the stream's header\n");
   bool whole = read_header (header, &have);
-  signal_watch_hand_over (stops);
-  signal_watch_exit_on_stop (NULL);
+  stops_wait (stops);
   o->stdin_header = header;
   o->stdin_header_len = have;
   stream_parser_init (&parser);
@@ -244,8 +257,15 @@ resolve_image_path (struct nbd_stream_options *o, struct image_resolved *image,
     .path = *path, .writing = writing, .format = writing ? o->dst_format : o->src_format,
     .source_name = o->source_name, .create_size = o->create_size, .name = o->image_name,
   };
+  /* qemu-img's check or create takes a moment (or longer, with a backing
+   * file on a slow server): a stop ends it there, with its line. */
+  g_autofree char *opening = g_strdup_printf (" while opening %s\n",
+                                              o->image_name ? o->image_name : *path);
+  struct signal_watch *stops = stops_exit_at_once (opening);
+  bool resolved = image_resolve (&request, image, error);
 
-  if (!image_resolve (&request, image, error))
+  stops_wait (stops);
+  if (!resolved)
     return false;
   /* A new image reads as zeros: the ZERO records need no writes. */
   if (image->created && !o->delta)
