@@ -66,15 +66,22 @@ qemu-img compare -f raw -F qcow2 "$T/base.img" "$T/from-nbd.qcow2" >&2 ||
 assert_eq "qcow2 $((256 * M))" "$(format_and_size "$T/from-nbd.qcow2")" \
     "an NBD export -> a new qcow2: the format and size"
 
+# SIGTERM to PID once CMD succeeds, and wait up to SECS for its exit code,
+# in $rc.
+stop_when () {  # SECS PID CMD...
+    local secs=$1 pid=$2
+    shift 2
+    wait_until 10 "$@"
+    kill -TERM "$pid"
+    rc=0
+    wait_exit "$secs" "$pid" || rc=$?
+}
+
 # A stop while a receiver into a new qcow2 waits for the stream's header:
 # one line, 128 + the signal, no DST made.
 silent_fifo quiet
-"$FERRY" --dst-format=qcow2 --nbd-receive="$T/never.qcow2" < "$T/quiet" 2> "$T/err" &
-receiver=$!
-wait_until 10 catches_signals $receiver
-kill -TERM $receiver
-rc=0
-wait_exit 10 $receiver || rc=$?
+"$FERRY" --dst-format=qcow2 --nbd-receive="$T/never.qcow2" < "$T/quiet" 2> "$T/err" & track $!
+stop_when 10 $! catches_signals $!
 assert_eq 143 "$rc" "a stop while waiting for the header: exit code"
 assert_eq "ferry: stopped by SIGTERM while waiting for the stream's header" "$(cat "$T/err")" \
     "a stop while waiting for the header: the line"
@@ -92,11 +99,7 @@ SLOW
 chmod +x "$T/slow-bin/qemu-img"
 PATH="$T/slow-bin:$PATH" "$FERRY" --dst-format=qcow2 --nbd-receive="$T/late.qcow2" \
     < "$T/stream" 2> "$T/err" & track $!
-receiver=$!
-wait_until 10 test -e "$T/creating"
-kill -TERM $receiver
-rc=0
-wait_exit 20 $receiver || rc=$?
+stop_when 20 $! test -e "$T/creating"
 assert_eq 143 "$rc" "a stop while DST is created: exit code"
 assert_eq "ferry: stopped by SIGTERM while opening $T/late.qcow2" "$(cat "$T/err")" \
     "a stop while DST is created: the line"

@@ -137,6 +137,7 @@ run_qemu_img (const char *const *args, const char *verb, const char *doing, cons
   g_autofree char *err = NULL, *reason = NULL;
   g_autoptr (GError) failed = NULL;
   g_auto (GStrv) lines = NULL;
+  const char *words;
   int status;
 
   if (qemu_img == NULL)
@@ -150,9 +151,10 @@ run_qemu_img (const char *const *args, const char *verb, const char *doing, cons
       g_spawn_check_wait_status (status, &failed))
     return true;
   /* qemu-img's own words; else how it could not run, or how it ended. */
-  if (err && g_str_has_prefix (err, "qemu-img: "))
-    memmove (err, err + strlen ("qemu-img: "), strlen (err) - strlen ("qemu-img: ") + 1);
-  lines = g_strsplit (err ? g_strstrip (err) : "", "\n", -1);
+  words = err ? g_strstrip (err) : "";
+  if (g_str_has_prefix (words, "qemu-img: "))
+    words += strlen ("qemu-img: ");
+  lines = g_strsplit (words, "\n", -1);
   reason = g_strjoinv ("; ", lines);
   return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot %s %s: %s", verb, name,
                           *reason ? reason : failed->message);

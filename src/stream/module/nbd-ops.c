@@ -142,11 +142,11 @@ kind_open (struct nbd_export *e, const struct nbd_stream_options *options, const
 
   /* libnbd's connect retries its poll on EINTR: a server that never
    * answers would make SIGTERM wait for ever.  Nothing is written yet. */
-  connecting = g_strdup_printf (" while connecting to %s\n", e->name);
   /* One that came before, while the stops waited blocked for this
    * process's watch, is not waited on either. */
   if (signal_watch_set_stopped (error, e->name))
     return false;
+  connecting = g_strdup_printf (" while connecting to %s\n", e->name);
   signal_watch_exit_on_stop (connecting);
   ok = open_export (e, options, uri, writing, error);
   signal_watch_exit_on_stop (NULL);
