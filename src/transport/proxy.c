@@ -374,19 +374,22 @@ handshake_http (const struct exchange *x, bool *retry, GError **error)
   return refused (x, error, "%.200s", answer);
 }
 
-/* @port as a number: a service name is looked up (thread-safe). */
-static bool
-port_number (const struct exchange *x, const char *port, uint16_t *out, GError **error)
+/* @port as a number, or -1 (a service name is looked up, thread-safe). */
+static int
+port_number (const struct exchange *x, const char *port, GError **error)
 {
   struct addrinfo hints = { .ai_family = AF_INET, .ai_flags = AI_NUMERICHOST };
   struct addrinfo *ai = NULL;
+  int number;
 
-  if (getaddrinfo ("0.0.0.0", port, &hints, &ai) != 0)
-    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s' through "
-                            "proxy %s: unknown port '%s'", x->name, x->proxy->name, port);
-  *out = ntohs (((struct sockaddr_in *) ai->ai_addr)->sin_port);
+  if (getaddrinfo ("0.0.0.0", port, &hints, &ai) != 0) {
+    ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s' through proxy %s: "
+                     "unknown port '%s'", x->name, x->proxy->name, port);
+    return -1;
+  }
+  number = ntohs (((struct sockaddr_in *) ai->ai_addr)->sin_port);
   freeaddrinfo (ai);
-  return true;
+  return number;
 }
 
 static const char *
@@ -408,11 +411,11 @@ handshake_socks4 (const struct exchange *x, const char *host, const char *port,
   const struct proxy *p = x->proxy;
   g_autoptr (GByteArray) req = g_byte_array_new ();
   struct in_addr ip;
-  uint16_t nport;
+  int nport = port_number (x, port, error);
   guint8 reply[8];
   bool send_name = false;
 
-  if (!port_number (x, port, &nport, error))
+  if (nport < 0)
     return false;
   if (inet_pton (AF_INET, host, &ip) != 1) {
     if (strchr (host, ':'))
@@ -504,10 +507,10 @@ handshake_socks5 (const struct exchange *x, const char *host, const char *port,
   guint8 greeting[] = { 5, p->user ? 2 : 1, 0, 2 };
   guint8 reply[4 + 1 + 255 + 2];
   guint8 addr[16];
-  uint16_t nport;
+  int nport = port_number (x, port, error);
   size_t rest;
 
-  if (!port_number (x, port, &nport, error))
+  if (nport < 0)
     return false;
   if (strlen (host) > 255)
     return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot connect to '%s' through proxy "
