@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A local SOURCE or DEST that cannot be opened, or is neither a regular
 # file nor a block device: one line naming the path as given, exit 3 (as
-# a failed connect), and nothing created or changed.
+# a failed connect), and nothing created or changed.  A SOURCE that
+# shrinks while it is read: one line saying so.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 cd "$T"
@@ -38,3 +39,16 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null; then
 else
     echo "not root: the permission checks are skipped" >&2
 fi
+
+# A SOURCE that shrinks while it is read: the line says so (the read past
+# the new end, or the map of it, whichever comes first), exit 20.
+head -c 64M /dev/zero | tr '\0' 'x' > big.img
+set +e
+"$FERRY" --nbd-send=big.img --raw 2> err |
+    { head -c 1048576 > /dev/null; truncate -s 1M big.img; cat > /dev/null; }
+rc=${PIPESTATUS[0]}
+set -e
+cat err >&2
+assert_ferry_error 20 "$rc" err "the file ends before that: it shrank while ferry read it"
+grep -q "^ferry: big.img: " err || fail "the line names big.img: $(cat err)"
+assert_eq 1 "$(wc -l < err)" "lines of the shrink's message"

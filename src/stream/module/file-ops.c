@@ -102,9 +102,9 @@ transfer (int fd, bool write, uint8_t *buf, uint64_t count, uint64_t offset)
       continue;
     if (n == -1)
       return errno;
-    /* A read at the end: the file shrank under the copy. */
+    /* A read at the end: the file shrank (nbd_export_strerror). */
     if (n == 0)
-      return write ? ENOSPC : EIO;
+      return write ? ENOSPC : ENODATA;
     buf += n;
     count -= n;
     offset += n;
@@ -215,14 +215,20 @@ static int
 map_range (struct file_kind *f, uint64_t offset, uint64_t count, GArray *entries)
 {
   uint64_t end = offset + count;
+  struct stat st;
 
   while (offset < end) {
     off_t data = lseek (f->fd, offset, SEEK_DATA), hole;
     uint64_t next;
 
-    /* ENXIO: only a hole after @offset, to the end of the file. */
+    /* ENXIO: only a hole after @offset, to the end of the file, or no
+     * file there any more: it shrank (nbd_export_strerror). */
     if (data == -1 && errno != ENXIO)
       return errno;
+    if (data == -1 && fstat (f->fd, &st) == -1)
+      return errno;
+    if (data == -1 && (uint64_t) st.st_size < end)
+      return ENODATA;
     next = data == -1 ? end : MIN ((uint64_t) data, end);
     if (next > offset) {
       add_extent (entries, next - offset, true);

@@ -4,6 +4,7 @@
 
 #include "nbd-export.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -96,4 +97,12 @@ nbd_export_close (struct nbd_export *e)
     e->ops->close (e);
   e->n_conns = 0;
   g_clear_error (&e->lost);
+}
+
+const char *
+nbd_export_strerror (int error)
+{
+  if (error == ENODATA)
+    return "the file ends before that: it shrank while ferry read it";
+  return g_strerror (error);
 }

@@ -72,5 +72,8 @@ int nbd_command_done (void *data, int *error);
  * still up (the receiver flushed them on the main loop before). */
 void nbd_export_finish (struct nbd_export *e);
 unsigned nbd_export_in_flight (const struct nbd_export *e);
+/* A command's errno as a reason; the file kind's ENODATA is a file that
+ * shrank under ferry (file-ops.c). */
+const char *nbd_export_strerror (int error);
 
 #endif

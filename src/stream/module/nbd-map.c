@@ -65,7 +65,7 @@ map_done (void *data, int *error)
   m->export->conn[0].in_flight--;
   m->done (m->data, *error ? g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
                                           "%s: block status at offset %" PRIu64 " failed: %s",
-                                          m->export->name, m->end, g_strerror (*error))
+                                          m->export->name, m->end, nbd_export_strerror (*error))
                            : NULL);
   return 1;
 }
@@ -92,7 +92,7 @@ ask_map (struct nbd_map *m)
     m->pending = false;
     m->done (m->data, g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
                                    "%s: block status at offset %" PRIu64 ": %s",
-                                   e->name, m->end, g_strerror (error)));
+                                   e->name, m->end, nbd_export_strerror (error)));
   }
 }
 

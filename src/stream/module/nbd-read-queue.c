@@ -98,7 +98,7 @@ nbd_read_queue_ready (struct nbd_read_queue *q)
                             g_error_new (FERRY_ERROR, FERRY_EXIT_NBD,
                                          "%s: read at offset %" PRIu64 " (%" PRIu64 " bytes) "
                                          "failed: %s", q->export->name, r->offset, r->length,
-                                         g_strerror (r->io.error)));
+                                         nbd_export_strerror (r->io.error)));
     return NULL;
   }
   return r;
