@@ -121,14 +121,33 @@ local_destination (const struct image_arg *src, const struct image_arg *dst)
   return g_strdup (dst->path);
 }
 
-static bool
-check_not_same_file (const char *src, const char *dst, GError **error)
+/* SRC's format, named or found from its header: NULL if it cannot be
+ * read (its sender says why). */
+static const char *
+source_format (const struct nbd_stream_options *o, const char *src)
 {
+  if (o->src_format && strcmp (o->src_format, "auto") != 0)
+    return o->src_format;
+  return image_format_probe (src, src, NULL);
+}
+
+/* DST may be neither SRC nor, for a SRC in a qemu format, one of its
+ * backing files: the copy would change what it reads. */
+static bool
+check_not_same_file (const struct nbd_stream_options *o, const char *src, const char *dst,
+                     GError **error)
+{
+  const char *format;
   struct stat a, b;
 
-  if (stat (src, &a) == 0 && stat (dst, &b) == 0 && a.st_dev == b.st_dev &&
-      a.st_ino == b.st_ino)
+  if (stat (dst, &b) != 0)
+    return true;
+  if (stat (src, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
     return ferry_set_error (error, FERRY_EXIT_USAGE, "%s and %s are the same file", src, dst);
+  format = source_format (o, src);
+  if (format && strcmp (format, "raw") != 0 && image_chain_holds (src, format, &b))
+    return ferry_set_error (error, FERRY_EXIT_USAGE, "%s is a backing file of %s: the copy "
+                            "would change its own source", dst, src);
   return true;
 }
 
@@ -140,12 +159,11 @@ check_not_same_file (const char *src, const char *dst, GError **error)
 static void
 set_create_size (struct nbd_stream_options *o, const char *src)
 {
-  const char *format = o->src_format && strcmp (o->src_format, "auto") != 0 ? o->src_format
-                                                                             : NULL;
+  const char *format;
 
   if (o->dst_format == NULL || strcmp (o->dst_format, "raw") == 0 || !image_is_path (src))
     return;
-  if (format == NULL && (format = image_format_probe (src, src, NULL)) == NULL)
+  if ((format = source_format (o, src)) == NULL)
     return;
   image_virtual_size (src, format, &o->create_size, NULL);
 }
@@ -414,7 +432,7 @@ setup_local_copy (struct nbd_stream_options *o, const struct image_arg *src,
 {
   *dst_path = local_destination (src, dst);
   if (image_is_path (src->path) && image_is_path (*dst_path) &&
-      !check_not_same_file (src->path, *dst_path, error))
+      !check_not_same_file (o, src->path, *dst_path, error))
     return false;
   set_create_size (o, src->path);
   o->send = src->path;

@@ -5,8 +5,8 @@
 # at most 16 MiB of DST left in the page cache (written behind, as
 # nbdcopy does), no fallocate for the zeros of a new DST; a DST smaller and one larger (each ends with SRC's size), a directory
 # (DST/basename(SRC)), the same file (refused, also through a hard link),
-# a missing SRC and a missing DST directory (one line, exit 3, nothing
-# created); a loop device as SRC and as DST; ferry digest of a file, a
+# a missing SRC, a missing DST directory and a DST/ that is no directory
+# (one line, exit 3, nothing created or changed); a loop device as SRC and as DST; ferry digest of a file, a
 # device and an NBD URI, equal to the reference; '[ CMD ]' as SRC and as
 # DST.
 . "$(dirname "$0")/lib.sh"
@@ -78,6 +78,15 @@ copy_fails 2 "$T/a.img and $T/a.img are the same file" "$T/a.img" "$T"
 copy_fails 3 "cannot open $T/none.img: No such file or directory" "$T/none.img" "$T/c.img"
 [ ! -e "$T/c.img" ] || fail "a DST was created for a missing SRC"
 copy_fails 3 "cannot open $T/nodir/c.img: No such file or directory" "$T/a.img" "$T/nodir/c.img"
+# DST/ names a directory, as for cp: SRC's own name with a '/', or one not
+# there, raw or qcow2 (which qemu-img would create at the name without it).
+cp --sparse=always "$T/b.img" "$T/b-before.img"
+for format in raw qcow2; do
+    copy_fails 3 "cannot open $T/b.img/: Not a directory" --dst-format=$format "$T/b.img" "$T/b.img/"
+    copy_fails 3 "cannot open $T/newdir/: Not a directory" --dst-format=$format "$T/b.img" "$T/newdir/"
+done
+cmp "$T/b.img" "$T/b-before.img" || fail "a copy into SRC/ changed SRC"
+[ ! -e "$T/newdir" ] || fail "a copy into a missing DST/ created it"
 
 # ferry digest: a file, an NBD URI, one line each, as sha256sum.
 serve a -r file "$T/a.img"

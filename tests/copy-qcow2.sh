@@ -4,7 +4,7 @@
 # SRC's size (an NBD export's: the stream's; a stop while its header is
 # awaited or DST created, or a stream cut before it, is one line), its holes unallocated
 # clusters; qcow2 to raw and raw to qcow2, holes kept; a qcow2 with a
-# backing file as SRC; ferry digest of a qcow2 equal to python3's over the
+# backing file as SRC (and its backing file as DST: refused); ferry digest of a qcow2 equal to python3's over the
 # raw bytes; and qemu-nbd missing from PATH: one line that names the
 # program, the host and the Debian package, exit 3; qemu-img missing for a
 # new qcow2 DST, the same; an image that qemu cannot open (a missing
@@ -44,6 +44,15 @@ within 60 "$FERRY" copy --dst-format=qcow2 "$T/overlay.qcow2" "$T/flat.qcow2" ||
 qemu-img compare "$T/overlay.qcow2" "$T/flat.qcow2" >&2 || fail "the overlay's copy differs"
 [ "$(qemu-img info --output=json "$T/flat.qcow2" | grep -c backing-filename)" = 0 ] ||
     fail "the copy has a backing file"
+# A DST that is SRC's backing file (raw, so qemu's lock would not stop
+# it): refused, as the same file is, and left as it was.
+cp "$T/base.qcow2" "$T/base-before.qcow2"
+rc=0
+within 60 "$FERRY" copy "$T/overlay.qcow2" "$T/base.qcow2" 2> "$T/err" || rc=$?
+assert_eq 2 "$rc" "a copy into SRC's backing file: exit code"
+assert_eq "ferry: $T/base.qcow2 is a backing file of $T/overlay.qcow2: the copy would change its own source" \
+    "$(cat "$T/err")" "a copy into SRC's backing file: the line"
+cmp "$T/base.qcow2" "$T/base-before.qcow2" || fail "a copy into SRC's backing file changed it"
 
 # qcow2 -> a new raw file: the guest's bytes, its holes kept as holes.
 within 60 "$FERRY" copy "$T/base.qcow2" "$T/base.img" || fail "qcow2 -> raw"

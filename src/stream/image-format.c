@@ -171,6 +171,37 @@ create_image (const char *absolute, const char *name, const char *format, uint64
   return run_qemu_img (args, "create", "creating", name, error);
 }
 
+bool
+image_chain_holds (const char *path, const char *format, const struct stat *other)
+{
+  g_autofree char *qemu_img = g_find_program_in_path ("qemu-img"), *out = NULL;
+  const char *argv[] = { qemu_img, "info", "--backing-chain", "--output=json", "--force-share",
+                         "-f", format, path, NULL };
+  static const char key[] = "\"filename\": \"";
+  int status;
+
+  if (qemu_img == NULL ||
+      !g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out,
+                     NULL, &status, NULL) || !g_spawn_check_wait_status (status, NULL))
+    return false;
+  /* Each image of the chain has a "filename": one JSON string, whose
+   * escapes are C's but for \uXXXX (a name with control characters). */
+  for (const char *p = strstr (out, key); p; p = strstr (p, key)) {
+    const char *end = p += strlen (key);
+    g_autofree char *escaped = NULL, *name = NULL;
+    struct stat st;
+
+    while (*end && *end != '"')
+      end += end[0] == '\\' && end[1] ? 2 : 1;
+    escaped = g_strndup (p, end - p);
+    name = g_strcompress (escaped);
+    if (stat (name, &st) == 0 && st.st_dev == other->st_dev && st.st_ino == other->st_ino)
+      return true;
+    p = end;
+  }
+  return false;
+}
+
 /* qemu-nbd's own failure to open the image (a backing file missing, a
  * lock that another process holds) would be its lines on stderr and then
  * a lost connection: qemu-img opens the image, and its whole backing
@@ -200,6 +231,11 @@ image_resolve (const struct image_request *q, struct image_resolved *out, GError
   out->name = !into_directory ? g_strdup (name)
             : g_str_has_suffix (name, ":") ? g_strconcat (name, q->source_name, NULL)
             : g_build_filename (name, q->source_name, NULL);
+  /* DEST/ is a directory, as for cp: never the file DEST, which qemu,
+   * canonicalizing the name, would write. */
+  if (q->writing && g_str_has_suffix (q->path, "/") && !g_file_test (q->path, G_FILE_TEST_IS_DIR))
+    return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", out->name,
+                            g_strerror (ENOTDIR));
   if (q->writing && format == NULL)
     format = "raw";
   else if (format == NULL || strcmp (format, "auto") == 0)

@@ -12,6 +12,7 @@
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* True when @name is an image path rather than an NBD URI or '['. */
 bool image_is_path (const char *name);
@@ -26,6 +27,11 @@ const char *image_format_probe (const char *path, const char *name, GError **err
  * *@error. */
 bool image_virtual_size (const char *path, const char *format, uint64_t *size,
                          GError **error);
+
+/* Whether the file @other is the image at @path in @format, or one of its
+ * backing files (qemu-img info --backing-chain; false if qemu-img cannot
+ * tell). */
+bool image_chain_holds (const char *path, const char *format, const struct stat *other);
 
 /* What image_resolve is asked. */
 struct image_request {
