@@ -8,8 +8,10 @@
 # raw bytes; and qemu-nbd missing from PATH: one line that names the
 # program, the host and the Debian package, exit 3; qemu-img missing for a
 # new qcow2 DST, the same; an image that qemu cannot open (a missing
-# backing file, a lock held): one line with qemu's reason; and a qcow2 SRC
-# named raw: its file's bytes, never probed.
+# backing file, a lock held by a writer or a reader): one line with qemu's
+# reason; a stop while qemu-nbd serves SRC, also sent to ferry's process
+# group: one line, 128 + the signal; and a qcow2 SRC named raw: its file's
+# bytes, never probed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 need qemu-nbd qemu-io
@@ -138,15 +140,52 @@ assert_eq 1 "$(wc -l < "$T/err")" "one line for a missing backing file"
 assert_contains "$T/err" "ferry: cannot open $T/orphan.qcow2: Could not open '$T/gone-base.qcow2'" \
     "the line for a missing backing file"
 [ ! -e "$T/x.img" ] || fail "DST was created although SRC could not be opened"
+held_dst_fails () {  # DST WHAT LINE: a copy into DST, which another process holds
+    rc=0
+    within 60 "$FERRY" copy --dst-format=qcow2 "$T/base.img" "$1" 2> "$T/err" || rc=$?
+    assert_eq 3 "$rc" "exit code for a DST that $2 holds"
+    assert_eq 1 "$(wc -l < "$T/err")" "one line for a DST that $2 holds"
+    assert_contains "$T/err" "$3" "the line for a DST that $2 holds"
+}
 qemu-img create -q -f qcow2 "$T/held.qcow2" 256M
 bg qemu-nbd -f qcow2 -k "$T/holder.sock" "$T/held.qcow2"
 wait_for_socket "$T/holder.sock"
-rc=0
-within 60 "$FERRY" copy --dst-format=qcow2 "$T/base.img" "$T/held.qcow2" 2> "$T/err" || rc=$?
-assert_eq 3 "$rc" "exit code for a DST that qemu-nbd holds"
-assert_eq 1 "$(wc -l < "$T/err")" "one line for a DST that qemu-nbd holds"
-assert_contains "$T/err" "ferry: cannot open $T/held.qcow2: Could not open '$T/held.qcow2': Failed to get shared \"write\" lock" \
-    "the line for a DST that qemu-nbd holds"
+held_dst_fails "$T/held.qcow2" qemu-nbd \
+    "ferry: cannot open $T/held.qcow2: Could not open '$T/held.qcow2': Failed to get shared \"write\" lock"
+# One that a reader holds (qemu-io -r shares reading, so that qemu-img's
+# check passes): qemu-nbd's own words, captured, are the one line.
+qemu-img create -q -f qcow2 "$T/read-held.qcow2" 256M
+bg qemu-io -r -f qcow2 -c 'sleep 600000' "$T/read-held.qcow2"
+holds_open () { ls -l "/proc/$1/fd" 2> /dev/null | grep -qF "$2"; }
+wait_until 10 holds_open "$LAST_PID" "$T/read-held.qcow2"
+held_dst_fails "$T/read-held.qcow2" "a reader" \
+    "ferry: cannot open $T/read-held.qcow2: Failed to blk_new_open '$T/read-held.qcow2': Failed to get \"write\" lock"
+
+# Stopped while qemu-nbd serves SRC: the copy's one line and 128 + the
+# signal; qemu-nbd's complaints about its client gone are not shown, and
+# a stop sent to ferry's whole process group (as a shell's job control
+# does) does not reach qemu-nbd, which would cut the copy off.
+head -c $((512 * M)) /dev/zero | tr '\0' U > "$T/full.img"
+qemu-img convert -f raw -O qcow2 "$T/full.img" "$T/full.qcow2"
+rm "$T/full.img"
+serving_full () { pgrep -f "qemu-nbd.*$T/full.qcow2" > /dev/null; }
+for sig in TERM INT; do
+    rm -f "$T/stopped.img"
+    setsid env --default-signal=INT,QUIT "$FERRY" copy "$T/full.qcow2" "$T/stopped.img" 2> "$T/err" & track $!
+    pid=$!
+    wait_until 20 serving_full
+    sleep 0.1
+    kill -$sig -- -$pid
+    rc=0
+    wait_exit 20 $pid || rc=$?
+    if [ "$rc" != 0 ]; then
+        assert_eq $((128 + $(kill -l $sig))) "$rc" "SIG$sig to the group while qemu-nbd serves: exit code"
+        assert_eq 1 "$(wc -l < "$T/err")" "SIG$sig to the group while qemu-nbd serves: one line ($(cat "$T/err"))"
+        assert_contains "$T/err" "ferry: stopped by SIG$sig; " "SIG$sig to the group while qemu-nbd serves: the line"
+    else
+        echo "SIG$sig came after the copy's end" >&2
+    fi
+done
 
 # No qemu-nbd on PATH.
 mkdir "$T/bin"

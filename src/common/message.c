@@ -143,6 +143,17 @@ ferry_pass_lines (GString *pending, const char *label, bool flush)
 }
 
 char *
+ferry_program_words (const char *text, const char *program)
+{
+  g_autofree char *words = g_strstrip (g_strdup (text));
+  g_autofree char *prefix = g_strconcat (program, ": ", NULL);
+  g_auto (GStrv) lines = g_strsplit (g_str_has_prefix (words, prefix) ? words + strlen (prefix)
+                                                                       : words, "\n", -1);
+
+  return g_strjoinv ("; ", lines);
+}
+
+char *
 ferry_host_port (const char *host, const char *port)
 {
   return g_strdup_printf (strchr (host, ':') ? "[%s]:%s" : "%s:%s", host, port);

@@ -35,6 +35,10 @@ void ferry_detail (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
  * line first; with @flush the unfinished rest too. */
 void ferry_pass_lines (GString *pending, const char *label, bool flush);
 
+/* Another program's stderr @text as one reason: trimmed, its
+ * "@program: " prefix skipped, its lines joined with "; ". */
+char *ferry_program_words (const char *text, const char *program);
+
 /* "HOST:PORT", an IPv6 literal in brackets ("[::1]:22"), as addresses
  * and messages write a host and its port. */
 char *ferry_host_port (const char *host, const char *port);

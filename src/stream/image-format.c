@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "message.h"
 
 /* qemu's own probes, for the formats that qemu-nbd serves.  LUKS is not
  * here: without its secret it is copied as the raw bytes it is. */
@@ -136,8 +137,6 @@ run_qemu_img (const char *const *args, const char *verb, const char *doing, cons
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   g_autofree char *err = NULL, *reason = NULL;
   g_autoptr (GError) failed = NULL;
-  g_auto (GStrv) lines = NULL;
-  const char *words;
   int status;
 
   if (qemu_img == NULL)
@@ -151,11 +150,7 @@ run_qemu_img (const char *const *args, const char *verb, const char *doing, cons
       g_spawn_check_wait_status (status, &failed))
     return true;
   /* qemu-img's own words; else how it could not run, or how it ended. */
-  words = err ? g_strstrip (err) : "";
-  if (g_str_has_prefix (words, "qemu-img: "))
-    words += strlen ("qemu-img: ");
-  lines = g_strsplit (words, "\n", -1);
-  reason = g_strjoinv ("; ", lines);
+  reason = ferry_program_words (err ? err : "", "qemu-img");
   return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot %s %s: %s", verb, name,
                           *reason ? reason : failed->message);
 }

@@ -107,6 +107,12 @@ nbd_stream_validate (const struct nbd_stream_options *o, GError **error)
     bad = "--connections: expected 1 to 4";
   if (bad)
     return ferry_set_error (error, FERRY_EXIT_USAGE, "%s", bad);
+  return nbd_stream_validate_sizes (o, error);
+}
+
+bool
+nbd_stream_validate_sizes (const struct nbd_stream_options *o, GError **error)
+{
   if (o->request_size < STREAM_BLOCK_SIZE || o->request_size > STREAM_MAX_DATA)
     return ferry_set_error (error, FERRY_EXIT_USAGE,
                             "invalid --request-size '%zu': expected %u to %u bytes",
@@ -274,6 +280,7 @@ resolve_image_path (struct nbd_stream_options *o, struct image_resolved *image,
   *path = image->path;
   if (image->command) {
     o->command = image->command;
+    o->image_server = true;
     *path = "[";
   }
   return true;

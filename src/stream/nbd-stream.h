@@ -36,6 +36,8 @@ struct nbd_stream_options {
   char **command;             /* with SOURCE/DEST/URI '[': the server command
                                  (pointers into argv; the array is ours), or
                                  an image path's qemu-nbd (image-format.h) */
+  bool image_server;          /* @command is that qemu-nbd: its stderr is
+                                 ferry's to report (server-command.h) */
   const char *src_format;     /* --src-format: a SOURCE path's qemu format;
                                  NULL or "auto": found from its header */
   const char *dst_format;     /* --dst-format: a DEST path's; NULL: raw */
@@ -101,6 +103,9 @@ struct nbd_stream_stats {
 bool nbd_stream_requested (const struct nbd_stream_options *options);
 /* The usage errors between the stream modes' options (main.c's validate). */
 bool nbd_stream_validate (const struct nbd_stream_options *options, GError **error);
+/* Its part that ferry copy and ferry digest share: --request-size and
+ * --in-flight within their ranges. */
+bool nbd_stream_validate_sizes (const struct nbd_stream_options *options, GError **error);
 /* Runs the mode asked for and returns the exit code. */
 int nbd_stream_main (const struct nbd_stream_options *options);
 void nbd_stream_options_clear (struct nbd_stream_options *options);
