@@ -710,6 +710,14 @@ parse_argv (struct command_line *cli, int argc, char **argv, GError **error)
     return false;
   }
   cli->context = NULL;
+  /* glib leaves the '--' that ended the options where it was when an
+   * argument after it starts with '-': it is no argument. */
+  for (int i = 1; i < argc; i++)
+    if (strcmp (argv[i], "--") == 0) {
+      memmove (&argv[i], &argv[i + 1], (argc - i) * sizeof *argv);
+      argc--;
+      break;
+    }
   cli->args = argv + 1;
   cli->n_args = argc - 1;
   if (cli->quiet && cli->verbose)
@@ -765,6 +773,11 @@ validate_image_command (struct command_line *cli, GError **error)
                         cli->image_command);
   if (options->stream.check_source && strcmp (cli->image_command, "copy") != 0)
     return usage_error (error, "--check-source goes with ferry copy");
+  if (options->stream.delta && (options->stream.streams == 1 || options->stream.no_verify))
+    return usage_error (error, "--delta takes --streams of 2 or more and no --no-verify: its "
+                        "ranged streams carry DST's digests");
+  if (!nbd_stream_validate_sizes (&options->stream, error))
+    return false;
   options->stream.progress = options->progress;
   options->stream.verbose = options->relay.verbose;
   return true;

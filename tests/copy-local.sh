@@ -86,6 +86,12 @@ for format in raw qcow2; do
     copy_fails 3 "cannot open $T/newdir/: Not a directory" --dst-format=$format "$T/b.img" "$T/newdir/"
 done
 cmp "$T/b.img" "$T/b-before.img" || fail "a copy into SRC/ changed SRC"
+# Options out of their range: usage errors, before anything is opened.
+copy_fails 2 "invalid --request-size '4096': expected 65536 to 67108864 bytes; see 'ferry copy --help'" \
+    --request-size=4096 "$T/a.img" "$T/c.img"
+copy_fails 2 "--delta takes --streams of 2 or more and no --no-verify: its ranged streams carry DST's digests; see 'ferry copy --help'" \
+    --delta --streams=1 "$T/a.img" "$T/c.img"
+[ ! -e "$T/c.img" ] || fail "a refused copy created DST"
 [ ! -e "$T/newdir" ] || fail "a copy into a missing DST/ created it"
 
 # ferry digest: a file, an NBD URI, one line each, as sha256sum.
@@ -96,6 +102,19 @@ rc=0
 "$FERRY" digest "$T/none.img" "$T/a.img" > "$T/out" 2> "$T/err" || rc=$?
 assert_eq 3 "$rc" "ferry digest with a missing image: the first failure's code"
 assert_eq "$want  $T/a.img" "$(cat "$T/out")" "ferry digest goes on past a missing image"
+
+# '--' ends the options, also before names that start with '-' (which
+# glib leaves it in front of).
+cp --sparse=always "$T/b-before.img" "$T/-dash.img"
+(cd "$T" && copy_ok -- -dash.img -out.img "names that start with '-'")
+cmp "$T/-dash.img" "$T/-out.img" || fail "the copy of -dash.img differs"
+assert_eq "$(python3 "$CHECK" digest "$T/-dash.img" "$(stat -c %s "$T/-dash.img")")  -dash.img" \
+    "$(cd "$T" && "$FERRY" digest -- -dash.img)" "ferry digest -- -dash.img"
+# A name with a newline or a backslash: escaped as sha256sum escapes it.
+odd="$T/n"$'\n'"l\\b.img"
+cp --sparse=always "$T/-dash.img" "$odd"
+assert_eq "\\$(python3 "$CHECK" digest "$odd" "$(stat -c %s "$odd")")  $T/n\\nl\\\\b.img" \
+    "$("$FERRY" digest "$odd")" "ferry digest of a name with a newline and a backslash"
 
 # '[ CMD ]' on either side serves that side alone.
 rm -f "$T/from-cmd.img"

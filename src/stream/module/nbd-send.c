@@ -1134,6 +1134,23 @@ run_send (struct sender *s)
   restore_stdout (s);
 }
 
+/* The digest line as sha256sum writes it: a name that holds a backslash
+ * or a newline has them escaped, and the line starts with a backslash. */
+static int
+print_digest_line (const char *hex, const char *name)
+{
+  g_autoptr (GString) escaped = g_string_new (NULL);
+
+  for (const char *p = name; *p; p++)
+    if (*p == '\\')
+      g_string_append (escaped, "\\\\");
+    else if (*p == '\n')
+      g_string_append (escaped, "\\n");
+    else
+      g_string_append_c (escaped, *p);
+  return printf ("%s%s  %s\n", strpbrk (name, "\\\n") ? "\\" : "", hex, escaped->str);
+}
+
 /* After the run: the first failure's line, or --digest's line on stdout,
  * and -v's summary.  Returns the exit code. */
 static int
@@ -1167,7 +1184,7 @@ send_summary (struct sender *s)
   }
   /* A reader gone is an error like any other (SIGPIPE is ignored). */
   if (s->digest_only && rc == FERRY_EXIT_OK &&
-      (printf ("%s  %s\n", hex, s->export.name) < 0 || fflush (stdout) != 0)) {
+      (print_digest_line (hex, s->export.name) < 0 || fflush (stdout) != 0)) {
     ferry_error ("cannot write the digest to stdout: %s", g_strerror (errno));
     rc = FERRY_EXIT_IO;
   }
