@@ -60,7 +60,7 @@ copy_fails 3 "cannot open $T/nodir/c.img: No such file or directory" --delta "$T
 copy_fails 2 "--no-verify goes with --streams=1: the ranges of more streams are checked by their digests" \
     --streams=4 --no-verify "$T/a.img" "$T/c.img"
 
-copy_fails 2 "--delta goes with ferry copy, --remote-nbd-send or --remote-nbd-receive, --streams of 2 or more and no --no-verify (the ranged stream carries the destination's digests)" \
+copy_fails 2 "--delta takes --streams of 2 or more and no --no-verify: its ranged streams carry DST's digests; see 'ferry copy --help'" \
     --delta --streams=1 "$T/a.img" "$T/c.img"
 copy_fails 2 "--delta writes only a raw DST, not --dst-format=qcow2" --delta --dst-format=qcow2 \
     "$T/a.img" "$T/c.qcow2"
