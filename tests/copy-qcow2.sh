@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ferry copy with qcow2 at either end, served by qemu-nbd that ferry starts
 # itself: a qcow2 SRC found by its header, a missing qcow2 DST created at
-# SRC's size (an NBD export's: the stream's; a stop while its header is
+# SRC's size (an NBD export's: the stream's; an empty SRC's, 0; a stop while its header is
 # awaited or DST created, or a stream cut before it, is one line), its holes unallocated
 # clusters; qcow2 to raw and raw to qcow2, holes kept; a qcow2 with a
 # backing file as SRC (and its backing file as DST: refused); ferry digest of a qcow2 equal to python3's over the
@@ -37,6 +37,11 @@ assert_eq "qcow2 $((256 * M))" "$(format_and_size "$T/copy.qcow2")" \
     "the new DST's format and size"
 assert_eq $((6 * M)) "$(allocated "$T/copy.qcow2")" "allocated bytes in the new qcow2"
 assert_eq $((6 * M)) "$(summary_field "$T/err" data)" "data bytes sent"
+# An empty SRC makes an empty qcow2, as qemu-img convert does.
+: > "$T/empty.img"
+within 60 "$FERRY" copy --dst-format=qcow2 "$T/empty.img" "$T/empty.qcow2" 2> "$T/err" ||
+    fail "empty -> new qcow2: $(cat "$T/err")"
+assert_eq "qcow2 0" "$(format_and_size "$T/empty.qcow2")" "the new empty DST's format and size"
 
 # A qcow2 with a backing file: the guest's view, backing and overlay.
 qemu-img create -q -f qcow2 -b "$T/base.qcow2" -F qcow2 "$T/overlay.qcow2"
@@ -181,7 +186,7 @@ for sig in TERM INT; do
     if [ "$rc" != 0 ]; then
         assert_eq $((128 + $(kill -l $sig))) "$rc" "SIG$sig to the group while qemu-nbd serves: exit code"
         assert_eq 1 "$(wc -l < "$T/err")" "SIG$sig to the group while qemu-nbd serves: one line ($(cat "$T/err"))"
-        assert_contains "$T/err" "ferry: stopped by SIG$sig; " "SIG$sig to the group while qemu-nbd serves: the line"
+        assert_contains "$T/err" "ferry: stopped by SIG$sig" "SIG$sig to the group while qemu-nbd serves: the line"
     else
         echo "SIG$sig came after the copy's end" >&2
     fi

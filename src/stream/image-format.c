@@ -246,7 +246,7 @@ image_resolve (const struct image_request *q, struct image_resolved *out, GError
    * "json:" or "nbd:" prefix of a relative name for a protocol. */
   absolute = g_canonicalize_filename (out->path, NULL);
   if (!g_file_test (out->path, G_FILE_TEST_EXISTS)) {
-    if (!q->writing || q->create_size == 0)
+    if (!q->writing || (q->create_size == 0 && !q->create_empty))
       return ferry_set_error (error, FERRY_EXIT_CONNECT, "cannot open %s: %s", out->name,
                               g_strerror (ENOENT));
     if (!create_image (absolute, out->name, format, q->create_size, error))

@@ -43,7 +43,8 @@ struct image_request {
                                  it; NULL: none */
   uint64_t create_size;       /* a DEST in a qemu format that does not exist
                                  is created this large (qemu-img create);
-                                 0: it must exist */
+                                 0: it must exist, unless @create_empty */
+  bool create_empty;          /* 0 is the size (the stream's header says so) */
   const char *name;           /* for messages (--image-name: a remote
                                  half's HOST:PATH as typed); NULL: @path */
 };
