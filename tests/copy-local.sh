@@ -108,10 +108,11 @@ cp --sparse=always "$T/b-before.img" "$T/-dash.img"
 cmp "$T/-dash.img" "$T/-out.img" || fail "the copy of -dash.img differs"
 assert_eq "$(python3 "$CHECK" digest "$T/-dash.img" "$(stat -c %s "$T/-dash.img")")  -dash.img" \
     "$(cd "$T" && "$FERRY" digest -- -dash.img)" "ferry digest -- -dash.img"
-# A name with a newline or a backslash: escaped as sha256sum escapes it.
-odd="$T/n"$'\n'"l\\b.img"
+# A name with a newline, a backslash or a carriage return: escaped as
+# sha256sum escapes it.
+odd="$T/n"$'\n'"l\\b"$'\r'".img"
 cp --sparse=always "$T/-dash.img" "$odd"
-assert_eq "\\$(python3 "$CHECK" digest "$odd" "$(stat -c %s "$odd")")  $T/n\\nl\\\\b.img" \
+assert_eq "\\$(python3 "$CHECK" digest "$odd" "$(stat -c %s "$odd")")  $T/n\\nl\\\\b\\r.img" \
     "$("$FERRY" digest "$odd")" "ferry digest of a name with a newline and a backslash"
 
 # '[ CMD ]' on either side serves that side alone.

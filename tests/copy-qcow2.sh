@@ -9,9 +9,10 @@
 # program, the host and the Debian package, exit 3; qemu-img missing for a
 # new qcow2 DST, the same; an image that qemu cannot open (a missing
 # backing file, a lock held by a writer or a reader): one line with qemu's
-# reason; a stop while qemu-nbd serves SRC, also sent to ferry's process
-# group: one line, 128 + the signal; and a qcow2 SRC named raw: its file's
-# bytes, never probed.
+# reason; a qemu-nbd that cannot run; a stop while qemu-nbd serves SRC,
+# also sent to ferry's process group (qemu-nbd has its own): one line, 128
+# + the signal; qemu-nbd gone with a SIGKILLed ferry; and a qcow2 SRC named
+# raw: its file's bytes, never probed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 need qemu-nbd qemu-io
@@ -52,14 +53,18 @@ qemu-img compare "$T/overlay.qcow2" "$T/flat.qcow2" >&2 || fail "the overlay's c
 [ "$(qemu-img info --output=json "$T/flat.qcow2" | grep -c backing-filename)" = 0 ] ||
     fail "the copy has a backing file"
 # A DST that is SRC's backing file (raw, so qemu's lock would not stop
-# it): refused, as the same file is, and left as it was.
-cp "$T/base.qcow2" "$T/base-before.qcow2"
+# it), named by a relative path from a directory whose name is not ASCII:
+# refused, as the same file is, and left as it was.
+mkdir "$T/jö rg"
+qemu-img create -q -f qcow2 "$T/jö rg/back.qcow2" 1M
+qemu-img create -q -f qcow2 -b back.qcow2 -F qcow2 "$T/jö rg/top.qcow2"
+cp "$T/jö rg/back.qcow2" "$T/back-before.qcow2"
 rc=0
-within 60 "$FERRY" copy "$T/overlay.qcow2" "$T/base.qcow2" 2> "$T/err" || rc=$?
+(cd "$T/jö rg" && within 60 "$FERRY" copy top.qcow2 back.qcow2) 2> "$T/err" || rc=$?
 assert_eq 2 "$rc" "a copy into SRC's backing file: exit code"
-assert_eq "ferry: $T/base.qcow2 is a backing file of $T/overlay.qcow2: the copy would change its own source" \
+assert_eq "ferry: back.qcow2 is a backing file of top.qcow2: the copy would change its own source" \
     "$(cat "$T/err")" "a copy into SRC's backing file: the line"
-cmp "$T/base.qcow2" "$T/base-before.qcow2" || fail "a copy into SRC's backing file changed it"
+cmp "$T/jö rg/back.qcow2" "$T/back-before.qcow2" || fail "a copy into SRC's backing file changed it"
 
 # qcow2 -> a new raw file: the guest's bytes, its holes kept as holes.
 within 60 "$FERRY" copy "$T/base.qcow2" "$T/base.img" || fail "qcow2 -> raw"
@@ -179,6 +184,8 @@ for sig in TERM INT; do
     setsid env --default-signal=INT,QUIT "$FERRY" copy "$T/full.qcow2" "$T/stopped.img" 2> "$T/err" & track $!
     pid=$!
     wait_until 20 serving_full
+    server=$(pgrep -f "qemu-nbd.*$T/full.qcow2")
+    assert_eq "$server" "$(ps -o pgid= -p "$server" | tr -d ' ')" "qemu-nbd's process group"
     sleep 0.1
     kill -$sig -- -$pid
     rc=0
@@ -191,6 +198,22 @@ for sig in TERM INT; do
         echo "SIG$sig came after the copy's end" >&2
     fi
 done
+# And when ferry is killed, its qemu-nbd goes too.
+"$FERRY" digest "$T/full.qcow2" > /dev/null 2>&1 & track $!
+pid=$!
+wait_until 20 serving_full
+kill -KILL $pid
+wait_until 5 eval '! serving_full'
+
+# A qemu-nbd that cannot be run: one line that says why, exit 3.
+mkdir "$T/broken-bin"
+printf '#!/nonexistent/sh\n' > "$T/broken-bin/qemu-nbd"
+chmod +x "$T/broken-bin/qemu-nbd"
+rc=0
+env PATH="$T/broken-bin:$PATH" "$FERRY" copy "$T/base.qcow2" "$T/x.img" 2> "$T/err" || rc=$?
+assert_eq 3 "$rc" "exit code for a qemu-nbd that cannot run"
+assert_eq "ferry: cannot run $T/broken-bin/qemu-nbd for $T/base.qcow2: No such file or directory" \
+    "$(cat "$T/err")" "the line for a qemu-nbd that cannot run"
 
 # No qemu-nbd on PATH.
 mkdir "$T/bin"

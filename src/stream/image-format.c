@@ -170,29 +170,23 @@ bool
 image_chain_holds (const char *path, const char *format, const struct stat *other)
 {
   g_autofree char *qemu_img = g_find_program_in_path ("qemu-img"), *out = NULL;
-  const char *argv[] = { qemu_img, "info", "--backing-chain", "--output=json", "--force-share",
-                         "-f", format, path, NULL };
-  static const char key[] = "\"filename\": \"";
+  const char *argv[] = { qemu_img, "info", "--backing-chain", "--force-share", "-f", format,
+                         path, NULL };
+  g_auto (GStrv) lines = NULL;
   int status;
 
   if (qemu_img == NULL ||
       !g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out,
                      NULL, &status, NULL) || !g_spawn_check_wait_status (status, NULL))
     return false;
-  /* Each image of the chain has a "filename": one JSON string, whose
-   * escapes are C's but for \uXXXX (a name with control characters). */
-  for (const char *p = strstr (out, key); p; p = strstr (p, key)) {
-    const char *end = p += strlen (key);
-    g_autofree char *escaped = NULL, *name = NULL;
+  /* Each image of the chain starts with "image: " and its name as qemu
+   * opened it, unescaped (the JSON output escapes all but ASCII). */
+  lines = g_strsplit (out, "\n", -1);
+  for (char **line = lines; *line; line++) {
     struct stat st;
-
-    while (*end && *end != '"')
-      end += end[0] == '\\' && end[1] ? 2 : 1;
-    escaped = g_strndup (p, end - p);
-    name = g_strcompress (escaped);
-    if (stat (name, &st) == 0 && st.st_dev == other->st_dev && st.st_ino == other->st_ino)
+    if (g_str_has_prefix (*line, "image: ") && stat (*line + strlen ("image: "), &st) == 0 &&
+        st.st_dev == other->st_dev && st.st_ino == other->st_ino)
       return true;
-    p = end;
   }
   return false;
 }

@@ -37,7 +37,7 @@ struct nbd_stream_options {
                                  (pointers into argv; the array is ours), or
                                  an image path's qemu-nbd (image-format.h) */
   bool image_server;          /* @command is that qemu-nbd: its stderr is
-                                 ferry's to report (server-command.h) */
+                                 ferry's to report (image-server.h) */
   const char *src_format;     /* --src-format: a SOURCE path's qemu format;
                                  NULL or "auto": found from its header */
   const char *dst_format;     /* --dst-format: a DEST path's; NULL: raw */

@@ -35,8 +35,8 @@ struct nbd_command {
 /* The connections to one export (nbd-export.c). */
 struct nbd_export {
   const struct export_ops *ops;  /* its kind: nbd_export_ops or file_export_ops */
-  void *kind;                 /* the kind's own state: the file kind's, or a
-                                 command's server (server-command.h); NULL */
+  void *kind;                 /* the kind's own state: the file kind's, or an
+                                 image's qemu-nbd (image-server.h); NULL */
   const char *name;           /* the URI, the command or the path, for messages */
   struct nbd_conn conn[NBD_STREAM_MAX_CONNECTIONS];  /* the first n_conns */
   unsigned n_conns;           /* connections open: 1 for a command or a file */

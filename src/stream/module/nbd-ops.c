@@ -1,19 +1,23 @@
 /* ferry: the NBD kind of export (export-ops.h): a URI (anything
- * nbd_connect_uri takes) or nbdcopy's '[ CMD ARGS... ]' (a server started
- * with systemd socket activation: server-command.h), on libnbd's AIO API
- * and the glib main loop; more connections when the server advertises
- * multi-conn. */
+ * nbd_connect_uri takes), nbdcopy's '[ CMD ARGS... ]' (a server started
+ * with systemd socket activation) or an image path's qemu-nbd
+ * (image-server.h), on libnbd's AIO API and the glib main loop; more
+ * connections when the server advertises multi-conn. */
 #include <config.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "export-ops.h"
 #include "gsource-release.h"
 #include "nbd-aio-source.h"
+#include "image-server.h"
 #include "nbd-export.h"
-#include "server-command.h"
 #include "signal-watch.h"
 
 static void
@@ -27,32 +31,48 @@ on_conn_failure (void *data, const char *reason)
   __atomic_store_n (e->kicked, true, __ATOMIC_RELEASE);
 }
 
-/* '[ CMD ]': its server, started here (server-command.h), on the
- * connection's socket; false with *@error (exit 3) if it did not serve:
- * "cannot open NAME" and its own words, for ferry's qemu-nbd. */
-static bool
-connect_server (struct nbd_export *e, struct nbd_handle *nbd,
-                const struct nbd_stream_options *options, GError **error)
+/* libnbd (1.14) keeps the socket it bound for a command's server, in a
+ * directory of its own under /tmp, until nbd_close: a ferry killed before
+ * then would leave both behind.  Once connected, the server has the one
+ * connection it will get, so both go now; nbd_close then finds nothing to
+ * remove.  The path is the peer's address: the socket the server listens
+ * on. */
+static void
+remove_activation_socket (struct nbd_handle *nbd)
 {
-  struct server_command *server = g_new0 (struct server_command, 1);
-  int fd = server_command_start (server, options->command, options->image_server, e->name,
-                                 error);
+  struct sockaddr_un addr = { 0 };
+  socklen_t len = sizeof addr - 1;      /* a NUL stays at the end */
+  int fd = nbd_aio_get_fd (nbd);
+  g_autofree char *dir = NULL;
+
+  if (fd < 0 || getpeername (fd, (struct sockaddr *) &addr, &len) == -1 ||
+      addr.sun_family != AF_UNIX || len <= offsetof (struct sockaddr_un, sun_path))
+    return;
+  dir = g_path_get_dirname (addr.sun_path);
+  if (g_str_has_prefix (dir, "/tmp/libnbd") && unlink (addr.sun_path) == 0)
+    rmdir (dir);
+}
+
+/* An image's qemu-nbd (image-server.h) on @nbd: -1 if it did not serve,
+ * with *@error in its own words when it said why. */
+static int
+connect_image_server (struct nbd_export *e, struct nbd_handle *nbd,
+                      const struct nbd_stream_options *options, GError **error)
+{
+  struct image_server *server = g_new (struct image_server, 1);
+  int fd = image_server_start (server, options->command, e->name, error);
   g_autofree char *reason = NULL;
 
   e->kind = server;
   if (fd < 0)
-    return false;
+    return -1;
   if (nbd_connect_socket (nbd, fd) == 0) {
-    server_command_serving (server);
-    return true;
+    image_server_serving (server);
+    return 0;
   }
-  reason = server_command_reason (server);
-  if (reason)
+  if ((reason = image_server_reason (server)))
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot open %s: %s", e->name, reason);
-  else
-    g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot connect to %s: %s", e->name,
-                 nbd_get_error () ? nbd_get_error () : g_strerror (errno));
-  return false;
+  return -1;
 }
 
 static struct nbd_handle *
@@ -66,19 +86,20 @@ connect_one (struct nbd_export *e, const struct nbd_stream_options *options,
       nbd_set_pread_initialize (nbd, false) == -1 ||
       nbd_set_uri_allow_local_file (nbd, true) == -1 ||
       ((!writing || options->delta) &&
-       nbd_add_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1)) {
-    g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot connect to %s: %s",
-                 e->name, nbd_get_error () ? nbd_get_error () : g_strerror (errno));
-  } else if (strcmp (uri, "[") == 0 ? connect_server (e, nbd, options, error)
-                                    : nbd_connect_uri (nbd, uri) == 0) {
-    return nbd;
-  } else if (strcmp (uri, "[") != 0) {
-    g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot connect to %s: %s",
-                 e->name, nbd_get_error () ? nbd_get_error () : g_strerror (errno));
+       nbd_add_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1) ||
+      (options->image_server ? connect_image_server (e, nbd, options, error)
+       : strcmp (uri, "[") == 0 ? nbd_connect_systemd_socket_activation (nbd, options->command)
+       : nbd_connect_uri (nbd, uri)) == -1) {
+    if (*error == NULL)
+      g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot connect to %s: %s",
+                   e->name, nbd_get_error () ? nbd_get_error () : g_strerror (errno));
+    if (nbd)
+      nbd_close (nbd);
+    return NULL;
   }
-  if (nbd)
-    nbd_close (nbd);
-  return NULL;
+  if (strcmp (uri, "[") == 0 && !options->image_server)
+    remove_activation_socket (nbd);
+  return nbd;
 }
 
 static void
@@ -233,7 +254,7 @@ kind_close (struct nbd_export *e)
     nbd_close (e->conn[i].nbd);
   }
   if (e->kind)
-    server_command_stop (e->kind);
+    image_server_stop (e->kind);
   g_clear_pointer (&e->kind, g_free);
 }
 

@@ -1134,8 +1134,9 @@ run_send (struct sender *s)
   restore_stdout (s);
 }
 
-/* The digest line as sha256sum writes it: a name that holds a backslash
- * or a newline has them escaped, and the line starts with a backslash. */
+/* The digest line as sha256sum writes it: a name that holds a backslash,
+ * a newline or a carriage return has them escaped, and the line starts
+ * with a backslash. */
 static int
 print_digest_line (const char *hex, const char *name)
 {
@@ -1146,9 +1147,11 @@ print_digest_line (const char *hex, const char *name)
       g_string_append (escaped, "\\\\");
     else if (*p == '\n')
       g_string_append (escaped, "\\n");
+    else if (*p == '\r')
+      g_string_append (escaped, "\\r");
     else
       g_string_append_c (escaped, *p);
-  return printf ("%s%s  %s\n", strpbrk (name, "\\\n") ? "\\" : "", hex, escaped->str);
+  return printf ("%s%s  %s\n", strpbrk (name, "\\\n\r") ? "\\" : "", hex, escaped->str);
 }
 
 /* After the run: the first failure's line, or --digest's line on stdout,
