@@ -51,41 +51,36 @@ above_fd3 (int fd)
 
 /* A listening socket, and *@connected to it, at a path in a directory of
  * mode 0700 that is gone again when this returns: no one else could
- * connect, no one else can now, and nothing is left in the temporary
- * directory. */
+ * connect, no one else can now, and nothing is left in /tmp (where
+ * libnbd puts a '[ CMD ]' server's: a short path, whatever TMPDIR is). */
 static int
 listen_and_connect (const char *name, int *connected, GError **error)
 {
-  g_autoptr (GError) dir_error = NULL;
-  g_autofree char *dir = g_dir_make_tmp ("ferry-XXXXXX", &dir_error);
-  g_autofree char *path = dir ? g_build_filename (dir, "sock", NULL) : NULL;
+  char dir[] = "/tmp/ferry-XXXXXX";
   struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  int listener = -1, saved = ENAMETOOLONG;
+  int listener, saved;
 
   *connected = -1;
-  if (dir == NULL) {
-    g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot start qemu-nbd for %s: %s",
-                 name, dir_error->message);
+  if (g_mkdtemp_full (dir, 0700) == NULL) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot start qemu-nbd for %s: "
+                 "cannot make a directory in /tmp: %s", name, g_strerror (errno));
     return -1;
   }
-  if (strlen (path) < sizeof addr.sun_path) {
-    strcpy (addr.sun_path, path);
-    listener = above_fd3 (socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (listener == -1 || bind (listener, (struct sockaddr *) &addr, sizeof addr) == -1 ||
-        listen (listener, 1) == -1 ||
-        (*connected = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
-        connect (*connected, (struct sockaddr *) &addr, sizeof addr) == -1) {
-      saved = errno;
-      close_open (listener);
-      close_open (*connected);
-      listener = *connected = -1;
-    }
-    g_unlink (path);
-  }
-  g_rmdir (dir);
-  if (listener == -1)
+  g_snprintf (addr.sun_path, sizeof addr.sun_path, "%s/sock", dir);
+  listener = above_fd3 (socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (listener == -1 || bind (listener, (struct sockaddr *) &addr, sizeof addr) == -1 ||
+      listen (listener, 1) == -1 ||
+      (*connected = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+      connect (*connected, (struct sockaddr *) &addr, sizeof addr) == -1) {
+    saved = errno;
+    close_open (listener);
+    close_open (*connected);
+    listener = *connected = -1;
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot start qemu-nbd for %s: "
                  "its socket in %s: %s", name, dir, g_strerror (saved));
+  }
+  g_unlink (addr.sun_path);
+  g_rmdir (dir);
   return listener;
 }
 
@@ -116,6 +111,13 @@ exec_server (const char *program, char *const *argv, char **envp, char *listen_p
         (sig == SIGPIPE || (old.sa_handler != SIG_IGN && old.sa_handler != SIG_DFL)))
       sigaction (sig, &dfl, NULL);
   }
+  /* A job-control stop sent to ferry's group before setpgid would stop it
+   * outside that group, where no SIGCONT comes: setting SIG_IGN drops it. */
+  for (const int *sig = (const int[]) { SIGTSTP, SIGTTIN, SIGTTOU, 0 }; *sig; sig++) {
+    struct sigaction ign = { .sa_handler = SIG_IGN };
+    sigaction (*sig, &ign, NULL);
+    sigaction (*sig, &dfl, NULL);
+  }
   setpgid (0, 0);
   /* Ended with ferry, however ferry ends (unless ferry has gone already). */
   if (prctl (PR_SET_PDEATHSIG, SIGTERM) == -1 || getppid () != parent)
@@ -134,6 +136,9 @@ exec_server (const char *program, char *const *argv, char **envp, char *listen_p
   _exit (127);
 }
 
+/* Called on the main thread, before the stream's other threads start, so
+ * that PR_SET_PDEATHSIG's parent (the forking thread) lives as long as
+ * ferry, and no other thread forks with the status pipe open. */
 int
 image_server_start (struct image_server *s, char *const *argv, const char *name,
                     GError **error)
@@ -141,7 +146,7 @@ image_server_start (struct image_server *s, char *const *argv, const char *name,
   g_autofree char *program = g_find_program_in_path (argv[0]);
   g_auto (GStrv) envp = g_environ_unsetenv (g_get_environ (), "LISTEN_FDNAMES");
   int connected, listener, null, err_pipe[2] = { -1, -1 }, status[2] = { -1, -1 };
-  int failure = ENOENT;
+  int failure;
   pid_t parent = getpid ();
   char *listen_pid = NULL;
   sigset_t all, old;
@@ -153,11 +158,18 @@ image_server_start (struct image_server *s, char *const *argv, const char *name,
   for (char **e = envp; *e && !listen_pid; e++)
     if (g_str_has_prefix (*e, "LISTEN_PID="))
       listen_pid = *e;
-  if (program == NULL ||
-      (listener = listen_and_connect (name, &connected, error)) < 0) {
-    if (program == NULL)
-      g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot run %s for %s: %s",
-                   argv[0], name, g_strerror (ENOENT));
+  if (program == NULL) {
+    g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot run %s for %s: %s", argv[0],
+                 name, g_strerror (ENOENT));
+    return -1;
+  }
+  /* A stop (which ends ferry at once while it connects) waits until the
+   * socket's directory is gone, and no handler of ferry's may run in the
+   * child before its exec. */
+  sigfillset (&all);
+  pthread_sigmask (SIG_SETMASK, &all, &old);
+  if ((listener = listen_and_connect (name, &connected, error)) < 0) {
+    pthread_sigmask (SIG_SETMASK, &old, NULL);
     return -1;
   }
   null = above_fd3 (open ("/dev/null", O_RDWR | O_CLOEXEC));
@@ -165,18 +177,13 @@ image_server_start (struct image_server *s, char *const *argv, const char *name,
     for (int i = 0; i < 2; i++)
       err_pipe[i] = above_fd3 (err_pipe[i]), status[i] = above_fd3 (status[i]);
   if (null >= 0 && err_pipe[0] >= 0 && err_pipe[1] >= 0 && status[0] >= 0 && status[1] >= 0) {
-    /* No handler of ferry's may run in the child before its exec. */
-    sigfillset (&all);
-    pthread_sigmask (SIG_SETMASK, &all, &old);
     s->pid = fork ();
     if (s->pid == 0)
       exec_server (program, argv, envp, listen_pid, parent, listener, err_pipe[1], null,
                    status[1]);
-    failure = errno;
-    pthread_sigmask (SIG_SETMASK, &old, NULL);
-  } else {
-    failure = errno;
   }
+  failure = errno;
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
   close_open (listener);
   close_open (null);
   close_open (err_pipe[1]);
