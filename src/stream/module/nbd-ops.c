@@ -15,8 +15,8 @@
 #include "error.h"
 #include "export-ops.h"
 #include "gsource-release.h"
-#include "nbd-aio-source.h"
 #include "image-server.h"
+#include "nbd-aio-source.h"
 #include "nbd-export.h"
 #include "signal-watch.h"
 
