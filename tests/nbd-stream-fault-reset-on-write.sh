@@ -25,6 +25,6 @@ for n in 1000000 9000000 20000000; do
     set -e
     assert_ferry_error 20 "$rc" "$T/err" "ferry: NBD connection to nbd://127.0.0.1:$port lost: "
     assert_contains "$T/err" "Connection reset by peer" "the reason"
-    assert_eq 1 "$(wc -l < "$T/err")" "one line"
+    assert_eq 1 "$(wc -l < "$T/err")" "one line: $(cat "$T/err")"
     echo "reset after $n bytes: $(cat "$T/err")"
 done
