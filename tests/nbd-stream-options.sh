@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stream mode's command line: bad combinations exit 2 with one line;
-# --help lists the options; --progress=fd:N writes nbdcopy's N/100 lines;
+# --help lists the options; --progress=fd:N writes nbdcopy's N/100 lines
+# (a closed or read-only fd N is a usage error);
 # --destination-is-zero skips ZERO records and --allocated zeroes with
 # NO_HOLE (nbdkit's log shows the commands).
 . "$(dirname "$0")/lib.sh"
@@ -18,6 +19,11 @@ bad "go with --nbd-receive" --allocated --nbd-send=nbd://x
 bad "--connections: expected 1 to 4" --connections=9 --nbd-send=nbd://x
 bad "invalid --request-size" --request-size=1 --nbd-send=nbd://x
 bad "invalid --progress" --progress=fd:x --nbd-send=nbd://x
+exec 57>&-
+bad "invalid --progress 'fd:57': Bad file descriptor" --progress=fd:57 --nbd-send=nbd://x
+exec 57< /dev/null
+bad "invalid --progress 'fd:57': not open for writing" --progress=fd:57 --nbd-send=nbd://x
+exec 57<&-
 bad "expected '[ CMD ARGS... ]'" --nbd-send=[
 set +e; "$FERRY" --nbd-send=nbd+unix:///?socket=$T/none.sock > /dev/null 2> "$T/err"; rc=$?; set -e
 assert_ferry_error 3 "$rc" "$T/err" "cannot connect to nbd+unix:///?socket=$T/none.sock"

@@ -3,6 +3,8 @@
 
 #include "progress.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <linux/fs.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -49,6 +51,13 @@ progress_spec_parse (const char *value, struct progress_spec *spec, GError **err
     spec->mode = PROGRESS_NEVER;
   else if (g_str_has_prefix (value, "fd:") && g_ascii_isdigit (value[3]) &&
            (fd = g_ascii_strtoull (value + 3, &end, 10)) <= G_MAXINT && *end == '\0') {
+    int flags = fcntl ((int) fd, F_GETFL);
+    /* Said now, as a usage error: the lines would go nowhere, silently. */
+    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
+      g_set_error (error, FERRY_ERROR, FERRY_EXIT_USAGE, "invalid --progress '%s': %s", value,
+                   flags < 0 ? g_strerror (errno) : "not open for writing");
+      return false;
+    }
     spec->mode = PROGRESS_FD;
     spec->fd = (int) fd;
   } else {
