@@ -5,7 +5,8 @@
 # blocks changed sends exactly those blocks; hostile remote paths (quotes,
 # $(...), ';', a leading '-', a newline, `...`) arrive as one literal
 # path, and so does one that starts with '-' itself; a remote directory (DIR/ and DIR) takes SRC's name; a missing
-# remote SRC is named as typed (HOST:PATH), in one line; and a
+# remote SRC is named as typed (HOST:PATH), in one line; a missing local
+# SRC leaves no DST on the host; and a
 # far host without qemu-nbd: one line that names it, exit 30.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
@@ -82,6 +83,15 @@ fails_in_one_line () {  # WHAT TEXT SRC DST: exit 30, one line holding TEXT
 fails_in_one_line "a missing remote SRC" \
     "cannot open testhost:$T/far/none.img: No such file or directory" \
     "testhost:$T/far/none.img" "$T/none.img"
+# A local SRC that is missing: nothing is left on the host (its ferries
+# create DST before this one opens SRC, and remove it when no stream came,
+# as they end, a moment after this one).
+for streams in 1 4; do
+    rc=0
+    copy --streams=$streams "$T/none.img" "testhost:$T/far/never.img" 2> "$T/err" || rc=$?
+    assert_ferry_error 3 "$rc" "$T/err" "cannot open $T/none.img: No such file or directory"
+    wait_until 5 eval "[ ! -e '$T/far/never.img' ]"
+done
 # Into DIR/ that is missing: the name that DST took, as typed.
 fails_in_one_line "an upload into a missing DIR/" \
     "cannot open testhost:$T/far/nodir/a.img: No such file or directory" \

@@ -5,6 +5,8 @@
 # answer (up to 4 may wait), so some answer is held past two ranges, and
 # the copy succeeds.  A sender that waited for the answer of range k-1 at
 # the end of range k (before it asked for k+1) let no answer be held so.
+# And receivers that answer the last ranges only after END and their
+# input's end: the sender does not wait for those answers before END.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
@@ -25,3 +27,12 @@ assert_eq 0 "$REMOTE_RC" "exit code"
 assert_eq 2 "$(grep -c '^held ' "$T/held")" "both receivers ended"
 held=$(awk '{ n += $2 } END { print n + 0 }' "$T/held")
 [ "$held" -ge 1 ] || fail "no answer was held past two ranges: the senders waited for each"
+
+# The last answers only once END and the stream's end came: the sender
+# sends END after its last RANGE_END at once, and waits for the answers
+# after it (a copy that ends one round trip after its last record).
+sed -i 's/ late-answers / answers-after-end /' "$T/helper"
+: > "$T/held"
+REMOTE_WITHIN=30 remote_copy up "$(uri src)" "$(uri dst)" --streams=2
+assert_eq 0 "$REMOTE_RC" "answers after END: exit code"
+assert_eq 2 "$(grep -c '^held ' "$T/held")" "answers after END: both receivers ended"

@@ -38,7 +38,10 @@ section 8), to check that each side validates what the other claims.
                       on stdin and stdout, applying nothing: late-answers
                       (each range's DIGESTS only once two more ranges
                       began, or nothing came for 0.5 s; appends "held N",
-                      the answers held past two ranges, to LOG)
+                      the answers held past two ranges, to LOG),
+                      answers-after-end (the same, but never on a quiet
+                      input: the last answers only after END and the
+                      input's end)
   remote-sender CASE SIZE   play a remote ferry --nbd-send=SRC --ranged of
                       an export of SIZE bytes on stdin and stdout: early-end
                       (END in answer to the first REQUEST, for a range)
@@ -285,7 +288,7 @@ class QuietInput:
 
 
 def remote_receiver(case, log):
-    assert case == "late-answers", case
+    assert case in ("late-answers", "answers-after-end"), case
     out = sys.stdout.buffer
     zero_block = hashlib.sha256(bytes(BLOCK)).digest()
     pending = []      # ranges closed and not answered: [number, offset, digests]
@@ -298,7 +301,8 @@ def remote_receiver(case, log):
             out.write(record(DIGESTS, offset, len(body)) + body + struct.pack(">I", crc32c(body)))
         out.flush()
 
-    into = QuietInput(sys.stdin.fileno(), lambda: answer(float("inf")))
+    quiet = (lambda: answer(float("inf"))) if case == "late-answers" else (lambda: None)
+    into = QuietInput(sys.stdin.fileno(), quiet)
     into.read(36)     # the header
     out.write(record(READY, 0, 0))
     out.flush()
@@ -321,6 +325,12 @@ def remote_receiver(case, log):
             pending.append([begun, start, digests])
         elif kind == END:
             into.read(68)
+            if case == "answers-after-end":
+                try:
+                    into.read(1)
+                    raise SystemExit("a byte after END")
+                except EOFError:
+                    pass
             answer(float("inf"))
             break
     with open(log, "a") as f:

@@ -449,15 +449,21 @@ static bool
 file_open (struct nbd_export *e, const struct nbd_stream_options *options, const char *path,
            bool writing, GError **error)
 {
-  /* A DEST that is not there becomes a new regular file.  O_NONBLOCK: a
-   * FIFO opens at once, to be refused (file_size), rather than waiting for
-   * its other end; files and block devices ignore it. */
-  int fd = open (path, (writing ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC | O_NONBLOCK, 0666);
+  /* A DEST that is not there becomes a new regular file (O_EXCL: to know
+   * that this open made it).  O_NONBLOCK: a FIFO opens at once, to be
+   * refused (file_size), rather than waiting for its other end; files and
+   * block devices ignore it. */
+  int flags = (writing ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK;
+  int fd = writing ? open (path, flags | O_CREAT | O_EXCL, 0666) : -1;
   g_autoptr (GError) pool_error = NULL;
   struct file_kind *f;
   struct stat st;
   uint64_t size;
 
+  if (fd >= 0)
+    e->created = g_strdup (path);
+  else if (!writing || errno == EEXIST)
+    fd = open (path, flags);
   if (fd == -1 || fstat (fd, &st) == -1) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot open %s: %s", e->name,
                  g_strerror (errno));

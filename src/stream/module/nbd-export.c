@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "nbd-stream-format.h"
@@ -97,6 +98,15 @@ nbd_export_close (struct nbd_export *e)
     e->ops->close (e);
   e->n_conns = 0;
   g_clear_error (&e->lost);
+  g_clear_pointer (&e->created, g_free);
+}
+
+void
+nbd_export_remove_created (struct nbd_export *e)
+{
+  if (e->created)
+    unlink (e->created);
+  g_clear_pointer (&e->created, g_free);
 }
 
 const char *

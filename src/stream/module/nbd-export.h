@@ -49,12 +49,18 @@ struct nbd_export {
                                  writes durable */
   bool has_map;               /* ops->block_status gives an allocation map */
   bool resizable;             /* ops->resize works: a regular file */
+  char *created;              /* the path of the file that the open created,
+                                 or NULL (nbd_export_remove_created) */
   GError *lost;               /* the first connection failure, if any */
   bool *kicked;               /* set when a connection fails: the copy loop's
                                  kick flag (nbd_kick_source_new) */
 };
 
 void nbd_export_close (struct nbd_export *e);
+/* Remove the file that the open created, if it did: a receiver that got
+ * no stream (its sender could not open SRC, or a stop came first) leaves
+ * nothing behind, as cp opens SRC before it creates DST. */
+void nbd_export_remove_created (struct nbd_export *e);
 /* The connection with the fewest commands in flight. */
 struct nbd_conn *nbd_export_pick (struct nbd_export *e);
 /* Issue a read of @length bytes at @offset into @buf on the connection

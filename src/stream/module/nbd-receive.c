@@ -1170,6 +1170,7 @@ nbd_receive_main (const struct nbd_stream_options *options)
   r.export.kicked = &r.kicked;
   if (!nbd_export_open (&r.export, options, options->receive, true, &error)) {
     ferry_error ("%s", error->message);
+    nbd_export_remove_created (&r.export);
     nbd_export_close (&r.export);
     signal_watch_free (signals);
     g_main_loop_unref (r.loop);
@@ -1177,6 +1178,8 @@ nbd_receive_main (const struct nbd_stream_options *options)
   }
   prepare_receive (&r);
   run_receive (&r);
+  if (!r.header_seen && !options->raw)
+    nbd_export_remove_created (&r.export);
   flushed = r.flushing && g_queue_is_empty (&r.commands) && !r.flush_failed;
   /* After a failure or a stop (flushed on the main loop already), no wait
    * for the server to close: a signal in it would replace the message

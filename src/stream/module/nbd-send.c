@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -115,6 +116,7 @@ struct sender {
   uint8_t preamble[STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE];  /* header or END */
   size_t preamble_len, preamble_pos;
   bool end_queued;            /* the END record is in the preamble */
+  bool out_shut;              /* --ranged: stdout was shut after END */
   bool stop_queued;           /* the STOP record is (end_on_stop) */
   GSource *stop_timer;        /* after a stop: STOP_WRITE_SECONDS */
   bool stop_wait_over;        /* ...have passed: end_on_stop writes no more */
@@ -713,8 +715,8 @@ take_next_range (struct sender *s, struct nbd_range *next)
 
 /* --ranged, once the pipeline reached the range's end (or before the
  * first): close the range with its RANGE_END; once that is written, open
- * the next range, or end the stream (END, counts zero) once every answer
- * came.  Each wait returns, to come back when its watch fires: the reads
+ * the next range, or end the stream (END, counts zero; the answers still
+ * to come are waited for after it, end_written).  Each wait returns, to come back when its watch fires: the reads
  * of the next range start as soon as it is known, and no range waits for
  * the answers of those before it. */
 static void
@@ -746,9 +748,7 @@ ranged_step (struct sender *s)
     }
     s->boundary = BOUNDARY_LAST;
     /* fall through */
-  case BOUNDARY_LAST:
-    if (count_unanswered (s) > 0)
-      return;
+  case BOUNDARY_LAST:;
     struct stream_end none = { 0 };
     stream_encode_end (s->preamble, s->export.size, &none);
     s->preamble_len = STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE;
@@ -893,6 +893,21 @@ fill_following (struct sender *s, struct iovec *iov, int max)
   return n;
 }
 
+/* Once the END record is written.  A ranged stream's END goes before the
+ * last ranges' answers come (ranged_step): stdout is shut with it, so that
+ * the receiver, which ends at its stdin's end, answers and ends in the
+ * same round trip; the sender stays for the answers.  Shutting a pipe
+ * (a local copy's) is not possible: its end is this half's exit. */
+static void
+end_written (struct sender *s)
+{
+  if (s->ranged && !s->out_shut) {
+    s->out_shut = true;
+    shutdown (s->out, SHUT_WR);
+  }
+  s->finished = !s->ranged || count_unanswered (s) == 0;
+}
+
 /* Write what is ready, in order; false if the writer must wait. */
 static bool
 write_ready (struct sender *s)
@@ -904,7 +919,7 @@ write_ready (struct sender *s)
     if (!write_preamble (s))
       return false;
     if (s->end_queued) {
-      s->finished = true;
+      end_written (s);
       return true;
     }
     if (g_queue_is_empty (&s->reads.reads)) {
