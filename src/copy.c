@@ -32,6 +32,7 @@
 #include "nbd-remote.h"
 #include "range-messages.h"
 #include "relay.h"
+#include "remote-exit-codes.h"
 #include "signal-watch.h"
 #include "stats.h"
 
@@ -525,16 +526,32 @@ on_digest_stop (int signum, void *data)
     r->stop_signum = signum;
 }
 
-/* Relay the far ferry's line until it ends, or a stop. */
+/* Relay the far ferry's line until it ends, or a stop.  The code is the
+ * relay's failure, else the far ferry's (its lines said why), as a remote
+ * copy's: 30 for an image it could not open, 24 for one that did not run
+ * or did not end by itself. */
 static int
 relay_remote_digest (const struct ferry_options *options, const struct image_arg *image,
-                     struct endpoint *channel, struct remote_digest_run *r)
+                     const char *host, struct endpoint *channel, struct remote_digest_run *r)
 {
   struct relay *relay = relay_new (endpoint_stdio_new (false, options->relay.buffer_size),
                                    channel, &options->relay, on_digest_relay_done, r);
+  int status;
+  const char *signal;
 
   while (r->code < 0 && r->stop_signum == 0)
     g_main_context_iteration (NULL, TRUE);
+  status = endpoint_ssh_exit_status (channel);
+  signal = endpoint_ssh_exit_signal (channel);
+  if (r->code == 0 && status != 0) {
+    r->code = remote_exit_code (status, signal, 0, false);
+    if (signal)
+      ferry_error ("%s: the remote ferry was killed by SIG%s (the digest of %s)", host, signal,
+                   image->text);
+    else if (status < 0)
+      ferry_error ("%s: the remote ferry ended without an exit status (the digest of %s)",
+                   host, image->text);
+  }
   relay_free (relay);
   if (r->code >= 0)
     return r->code;
@@ -572,7 +589,7 @@ remote_digest (const struct ferry_options *options, const struct image_arg *imag
   }
   if (address && (conn = ferry_ssh_conn_new (address, &options->connect, &error)) &&
       (channel = endpoint_ssh_exec_on (conn, NULL, command->str, NULL, &error)))
-    code = relay_remote_digest (options, image, channel, &r);
+    code = relay_remote_digest (options, image, ferry_ssh_conn_name (conn), channel, &r);
   if (conn)
     ferry_ssh_conn_unref (conn);
   signal_watch_free (signals);
@@ -766,7 +783,10 @@ copy_main (struct ferry_options *options, char **args, int n_args)
    * code the half's): only the copy itself checks SRC. */
   if (error == NULL && rc == FERRY_EXIT_OK && o->check_source && getpid () == self) {
     struct image_arg copied = dst;
-    copied.path = path;
+    /* A download's DST is here: DIR/ means DIR/basename(SRC), as its
+     * receiver took it. */
+    g_autofree char *downloaded = path ? NULL : local_destination (&src, &dst);
+    copied.path = path ? path : downloaded;
     rc = check_source (options, &src, &copied);
   }
   if (error) {

@@ -6,7 +6,8 @@
 # $(...), ';', a leading '-', a newline, `...`) arrive as one literal
 # path, and so does one that starts with '-' itself; a remote directory (DIR/ and DIR) takes SRC's name; a missing
 # remote SRC is named as typed (HOST:PATH), in one line; a missing local
-# SRC leaves no DST on the host; and a
+# SRC leaves no DST on the host; --check-source on a download; ferry
+# digest HOST:PATH whose far ferry fails or is killed exits non-zero; and a
 # far host without qemu-nbd: one line that names it, exit 30.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
@@ -83,6 +84,28 @@ fails_in_one_line () {  # WHAT TEXT SRC DST: exit 30, one line holding TEXT
 fails_in_one_line "a missing remote SRC" \
     "cannot open testhost:$T/far/none.img: No such file or directory" \
     "testhost:$T/far/none.img" "$T/none.img"
+# --check-source on a download (SRC read again on the host), into DIR/.
+mkdir "$T/here"
+copy --check-source "testhost:$T/far/d1/a.img" "$T/here/" 2> "$T/err" ||
+    fail "--check-source on a download: $(cat "$T/err")"
+cmp "$T/a.img" "$T/here/a.img" || fail "--check-source on a download: the copy differs"
+
+# ferry digest HOST:PATH that fails on the host: its line, and its code.
+digest () { within 60 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" digest --remote-helper="$FERRY" "$@"; }
+rc=0
+digest "$T/a.img" "testhost:$T/far/none.img" > "$T/out" 2> "$T/err" || rc=$?
+assert_ferry_error 30 "$rc" "$T/err" "cannot open testhost:$T/far/none.img: No such file or directory"
+assert_eq 1 "$(wc -l < "$T/err")" "a remote digest of a missing image: one line"
+assert_eq "$("$FERRY" digest "$T/a.img")" "$(cat "$T/out")" "a remote digest of a missing image: the others' lines"
+# A far ferry killed: said, exit 24 (a helper that kills itself).
+printf '#!/bin/sh\nkill -KILL $$\n' > "$T/killed-helper"
+chmod +x "$T/killed-helper"
+rc=0
+within 60 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" digest --remote-helper="$T/killed-helper" \
+    "testhost:$T/a.img" > "$T/out" 2> "$T/err" || rc=$?
+assert_ferry_error 24 "$rc" "$T/err" "the remote ferry was killed by SIGKILL (the digest of testhost:$T/a.img)"
+assert_eq "" "$(cat "$T/out")" "a killed remote digest: no digest line"
+
 # A local SRC that is missing: nothing is left on the host (its ferries
 # create DST before this one opens SRC, and remove it when no stream came,
 # as they end, a moment after this one).
