@@ -501,7 +501,7 @@ static const struct option {
   { "exit-idle-time", 0, GROUP_FORWARD, parse_seconds, FIELD (options.exit_idle_time), "SECS",
     "With a TARGET, exit after SECS without connections" },
 
-  { "remote-helper", 0, GROUP_SSH, parse_string, FIELD (options.connect.remote_helper),
+  { "remote-helper", 0, GROUP_SSH, parse_filename, FIELD (options.connect.remote_helper),
     "PROGRAM", "ssh:// exec mode: the program run on the server (default ferry)" },
   { "ask-password", 0, GROUP_SSH, parse_set, FIELD (options.connect.ask_password), NULL,
     "ssh://: also try password and keyboard-interactive authentication, "
@@ -519,16 +519,16 @@ static const struct option {
     FIELD (options.relay.nbd.greeting_timeout), "SECS",
     "With --nbd, give up if the server has not greeted in SECS (default 30; 0: never)" },
 
-  { "nbd-send", 0, GROUP_STREAM, parse_string, FIELD (options.stream.send), "SOURCE",
+  { "nbd-send", 0, GROUP_STREAM, parse_filename, FIELD (options.stream.send), "SOURCE",
     "Write the NBD export SOURCE (a URI, '[ CMD ARGS... ]', or a local file or "
     "block device) to stdout as a sparse, verified stream" },
-  { "nbd-receive", 0, GROUP_STREAM, parse_string, FIELD (options.stream.receive), "DEST",
+  { "nbd-receive", 0, GROUP_STREAM, parse_filename, FIELD (options.stream.receive), "DEST",
     "Apply a stream from stdin to the NBD export DEST (a URI, '[ CMD ARGS... ]', or "
     "a local file or block device)" },
-  { "remote-nbd-receive", 0, GROUP_STREAM, parse_string, FIELD (options.stream.remote_receive),
+  { "remote-nbd-receive", 0, GROUP_STREAM, parse_filename, FIELD (options.stream.remote_receive),
     "DEST", "With --nbd-send and ADDRESS ssh://[USER@]HOST[:PORT]: copy SOURCE to the "
     "export DEST on HOST, applied by the remote ferry (--remote-helper)" },
-  { "remote-nbd-send", 0, GROUP_STREAM, parse_string, FIELD (options.stream.remote_send),
+  { "remote-nbd-send", 0, GROUP_STREAM, parse_filename, FIELD (options.stream.remote_send),
     "SOURCE", "With --nbd-receive and ADDRESS ssh://[USER@]HOST[:PORT]: copy the export "
     "SOURCE on HOST, read by the remote ferry, to DEST" },
   { "streams", 0, GROUP_STREAM, parse_streams, FIELD (options.stream.streams), "N",
@@ -542,7 +542,7 @@ static const struct option {
     NULL, "With --streams over ssh: each stream logs in on an ssh connection of its own "
     "(with keys; one sshd each on HOST)" },
   { "ranged", 0, GROUP_STREAM, parse_set, FIELD (options.stream.ranged), NULL, NULL },
-  { "nbd-digest", 0, GROUP_STREAM, parse_string, FIELD (options.stream.digest), "IMAGE",
+  { "nbd-digest", 0, GROUP_STREAM, parse_filename, FIELD (options.stream.digest), "IMAGE",
     "Print the block-hash digest (SHA-256, 64 KiB blocks) of an NBD export, a local "
     "file or a block device" },
   { "src-format", 0, GROUP_STREAM, parse_string, FIELD (options.stream.src_format), "FORMAT",
@@ -552,11 +552,12 @@ static const struct option {
     "A DEST path's format: raw (the default; never probed) or one of qemu's" },
   { "create-size", 0, GROUP_STREAM, parse_image_size, FIELD (options.stream.create_size),
     "BYTES", NULL },
-  { "source-name", 0, GROUP_STREAM, parse_string, FIELD (options.stream.source_name), "NAME", NULL },
+  { "source-name", 0, GROUP_STREAM, parse_filename, FIELD (options.stream.source_name), "NAME",
+    NULL },
   { "check-source", 0, GROUP_STREAM, parse_set, FIELD (options.stream.check_source), NULL,
     "ferry copy: read SRC's digest again at the end, and fail (exit 22) if it is no longer "
     "DST's (SRC was written during the copy)" },
-  { "image-name", 0, GROUP_STREAM, parse_string, FIELD (options.stream.image_name), "NAME",
+  { "image-name", 0, GROUP_STREAM, parse_filename, FIELD (options.stream.image_name), "NAME",
     "The name that messages and the digest line give the image (default: as given)" },
   { "raw", 0, GROUP_STREAM, parse_set, FIELD (options.stream.raw), NULL,
     "With --nbd-send/--nbd-receive: plain image bytes, as nbdcopy URI - / nbdcopy - URI" },

@@ -7,7 +7,8 @@
 # path, and so does one that starts with '-' itself; a remote directory (DIR/ and DIR) takes SRC's name; a missing
 # remote SRC is named as typed (HOST:PATH), in one line; a missing local
 # SRC leaves no DST on the host; --check-source on a download; ferry
-# digest HOST:PATH whose far ferry fails or is killed exits non-zero; and a
+# digest HOST:PATH whose far ferry fails or is killed exits non-zero; a
+# non-ASCII name under the C locale at both ends; and a
 # far host without qemu-nbd: one line that names it, exit 30.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
@@ -84,6 +85,16 @@ fails_in_one_line () {  # WHAT TEXT SRC DST: exit 30, one line holding TEXT
 fails_in_one_line "a missing remote SRC" \
     "cannot open testhost:$T/far/none.img: No such file or directory" \
     "testhost:$T/far/none.img" "$T/none.img"
+# A name that is not ASCII, on a host whose sessions have no UTF-8 locale
+# (the test sshd sets none): its bytes as given, both ways, and here too.
+far_name="$T/far/ñämé-日本.img"
+copy "$T/a.img" "testhost:$far_name" 2> "$T/err" || fail "upload to a non-ASCII name: $(cat "$T/err")"
+cmp "$T/a.img" "$far_name" || fail "upload to a non-ASCII name: the copy differs"
+LC_ALL=C copy --streams=2 "testhost:$far_name" "$T/here-ñ.img" 2> "$T/err" ||
+    fail "download of a non-ASCII name: $(cat "$T/err")"
+cmp "$T/a.img" "$T/here-ñ.img" || fail "download of a non-ASCII name: the copy differs"
+rm -f "$far_name" "$T/here-ñ.img"
+
 # --check-source on a download (SRC read again on the host), into DIR/.
 mkdir "$T/here"
 copy --check-source "testhost:$T/far/d1/a.img" "$T/here/" 2> "$T/err" ||
