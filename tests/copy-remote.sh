@@ -85,6 +85,7 @@ fails_in_one_line () {  # WHAT TEXT SRC DST: exit 30, one line holding TEXT
 fails_in_one_line "a missing remote SRC" \
     "cannot open testhost:$T/far/none.img: No such file or directory" \
     "testhost:$T/far/none.img" "$T/none.img"
+[ ! -e "$T/none.img" ] || fail "a download of a missing remote SRC left its DST"
 # A name that is not ASCII, on a host whose sessions have no UTF-8 locale
 # (the test sshd sets none): its bytes as given, both ways, and here too.
 far_name="$T/far/ñämé-日本.img"
@@ -126,6 +127,11 @@ for streams in 1 4; do
     assert_ferry_error 3 "$rc" "$T/err" "cannot open $T/none.img: No such file or directory"
     wait_until 5 eval "[ ! -e '$T/far/never.img' ]"
 done
+# Nor a SRC that cannot be read (a directory).
+rc=0
+copy "$T/here" "testhost:$T/far/never.img" 2> "$T/err" || rc=$?
+assert_ferry_error 3 "$rc" "$T/err" "cannot open $T/here: Is a directory"
+wait_until 5 eval "[ ! -e '$T/far/never.img' ]"
 # Into DIR/ that is missing: the name that DST took, as typed.
 fails_in_one_line "an upload into a missing DIR/" \
     "cannot open testhost:$T/far/nodir/a.img: No such file or directory" \
