@@ -1216,6 +1216,9 @@ report_link_lost (const struct remote_copy *rc)
     where = missing->message;
   else if (!rc->upload)
     where = rc->ch[0].cut_where;
+  else
+    where = "how far DST on the host is complete went with it (--delta sends only what "
+            "is missing)";
   ferry_error ("ssh connection to %s lost: %s%s%s", rc->ch[0].channel_name, rc->link_lost,
                where ? "; " : "", where ? where : "");
   return FERRY_EXIT_LINK_LOST;

@@ -2,7 +2,8 @@
 # The sshd session of a remote copy killed at 10 points of the copy, each
 # way, with 1 and 4 streams (issue 25): the copy never hangs, and ends with
 # exit 25 and exactly one line, which names the host and, for a download,
-# how far DST is complete (the offset, or the ranges copied).  A
+# how far DST is complete (the offset, or the ranges copied; an upload
+# says that it is not known here).  A
 # download's DST matches SRC up to the offset it names.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
@@ -41,6 +42,10 @@ for streams in ${STREAMS_LIST:-1 4}; do
             if [ $streams = 4 ] && [ $way = down ]; then
                 grep -q "; the streams ended with [0-9]* of [0-9]* ranges copied" "$T/remote.err" ||
                     fail "$what: no ranges in the line: $(cat "$T/remote.err")"
+            fi
+            if [ $way = up ]; then
+                assert_contains "$T/remote.err" "; how far DST on the host is complete went with it" \
+                    "$what: DST's state"
             fi
             complete=$(sed -nE 's/.* is complete up to offset ([0-9]+) .*/\1/p' "$T/remote.err")
             if [ $way = down ] && [ $streams = 1 ] && [ -n "$complete" ]; then
