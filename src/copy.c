@@ -70,21 +70,29 @@ image_command_take (int *argc, char **argv)
   return NULL;
 }
 
-/* scp's rule: HOST:PATH is remote when a ':' comes before any '/' (and
- * [V6]:PATH); ./a:b is a local path. */
+/* scp's rule: [USER@]HOST:PATH is remote when a ':' comes before any '/'
+ * (and [USER@][V6]:PATH); ./a:b is a local path. */
 static bool
 split_scp_form (const char *text, struct image_arg *a)
 {
-  const char *colon = text[0] == '[' ? strstr (text, "]:") : strchr (text, ':');
   const char *slash = strchr (text, '/');
+  const char *at = strchr (text, '@');
+  const char *host = at && (slash == NULL || at < slash) ? at + 1 : text;
+  const char *colon = host[0] == '[' ? strstr (host, "]:") : strchr (host, ':');
 
-  if (text[0] == '[' && colon)
+  if (host[0] == '[' && colon)
     colon++;
-  if (colon == NULL || colon == text || (slash && slash < colon))
+  if (colon == NULL || colon == host || (slash && slash < colon))
     return false;
   a->address = g_strdup_printf ("ssh://%.*s", (int) (colon - text), text);
-  /* An empty PATH is the login's home, a directory. */
-  a->path = g_strdup (colon[1] ? colon + 1 : ".");
+  /* The remote ferry starts in the login's home: an empty PATH is that
+   * directory, and ~/PATH (which scp's remote shell expands) is PATH. */
+  const char *path = colon + 1;
+  if (strcmp (path, "~") == 0 || path[0] == '\0')
+    path = ".";
+  else if (g_str_has_prefix (path, "~/"))
+    path += 2;
+  a->path = g_strdup (path[0] ? path : ".");
   return true;
 }
 

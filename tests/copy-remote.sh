@@ -8,7 +8,8 @@
 # remote SRC is named as typed (HOST:PATH), in one line; a missing local
 # SRC leaves no DST on the host; --check-source on a download; ferry
 # digest HOST:PATH whose far ferry fails or is killed exits non-zero; a
-# non-ASCII name under the C locale at both ends; and a
+# non-ASCII name under the C locale at both ends; HOST:~/PATH and
+# USER@[V6]:PATH as scp takes them; and a
 # far host without qemu-nbd: one line that names it, exit 30.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
@@ -95,6 +96,18 @@ LC_ALL=C copy --streams=2 "testhost:$far_name" "$T/here-ñ.img" 2> "$T/err" ||
     fail "download of a non-ASCII name: $(cat "$T/err")"
 cmp "$T/a.img" "$T/here-ñ.img" || fail "download of a non-ASCII name: the copy differs"
 rm -f "$far_name" "$T/here-ñ.img"
+
+# scp's HOST:~/PATH is PATH in the login's home.
+cleanup_fn rm -f "$home/ferry-tilde-test.img"
+copy "$T/a.img" "testhost:~/ferry-tilde-test.img" 2> "$T/err" || fail "upload to ~/: $(cat "$T/err")"
+cmp "$T/a.img" "$home/ferry-tilde-test.img" || fail "upload to ~/: the copy differs"
+rm -f "$home/ferry-tilde-test.img"
+# USER@[V6]:PATH is scp's form too: an address (refused, or no such user
+# there), not a usage error.
+rc=0
+copy --connect-timeout=5 "$T/a.img" "nobody@[::1]:/tmp/x.img" 2> "$T/err" || rc=$?
+[ "$rc" != 0 ] && [ "$rc" != 2 ] || fail "USER@[::1]:PATH: exit $rc: $(cat "$T/err")"
+! grep -q "invalid address" "$T/err" || fail "USER@[::1]:PATH: $(cat "$T/err")"
 
 # --check-source on a download (SRC read again on the host), into DIR/.
 mkdir "$T/here"
