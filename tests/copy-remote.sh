@@ -9,8 +9,9 @@
 # SRC leaves no DST on the host; --check-source on a download; ferry
 # digest HOST:PATH whose far ferry fails or is killed exits non-zero; a
 # non-ASCII name under the C locale at both ends; HOST:~/PATH and
-# USER@[V6]:PATH as scp takes them; and a
-# far host without qemu-nbd: one line that names it, exit 30.
+# USER@[V6]:PATH as scp takes them; a far host without qemu-nbd: one line
+# that names it, exit 30; and a server whose MaxSessions is below
+# --streams: its refusal says so.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
@@ -158,3 +159,13 @@ qemu-img create -q -f qcow2 "$T/far/disk.qcow2" 64M
 fails_in_one_line "a qcow2 SRC on a host without qemu-nbd" \
     "barehost:$T/far/disk.qcow2 is qcow2: serving it needs qemu-nbd, which is not installed on $(hostname) (Debian package qemu-utils)" \
     "barehost:$T/far/disk.qcow2" "$T/disk.img"
+
+# A server that allows fewer sessions on a connection than --streams: its
+# refusal names the likely cause.
+start_sshd few /usr/bin:/bin "MaxSessions 2"
+ssh_host_alias fewhost
+rc=0
+copy --streams=4 "$T/a.img" "fewhost:$T/far/few.img" 2> "$T/err" || rc=$?
+assert_ferry_error 3 "$rc" "$T/err" "cannot open a session channel: "
+assert_contains "$T/err" "(it opened 2 on the session before; the server's MaxSessions, 10 by default in sshd, may be below --streams=4)" \
+    "MaxSessions: the hint"
