@@ -1122,7 +1122,9 @@ receive_summary (struct receiver *r, bool flushed)
              (r->parser.header.flags & STREAM_FLAG_DIGEST || options->raw)) {
     blkhash_hex (r->digest, hex);
   }
-  if (options->verbose)
+  /* A ranged half's counts are its stream's: the controller's lines say
+   * each stream's, and the copy's. */
+  if (options->verbose && !options->ranged)
     nbd_stream_print_summary ("receive", &r->stats, hex);
   nbd_stream_record_summary (&r->stats, hex);
   return rc;

@@ -1206,7 +1206,7 @@ send_summary (struct sender *s)
     ferry_error ("cannot write the digest to stdout: %s", g_strerror (errno));
     rc = FERRY_EXIT_IO;
   }
-  if (options->verbose)
+  if (options->verbose && !options->ranged)   /* as the receiver's */
     nbd_stream_print_summary (mode_name (s), &s->stats,
                               options->no_verify && !s->digest_only ? NULL : hex);
   nbd_stream_record_summary (&s->stats, options->no_verify && !s->digest_only ? NULL : hex);
