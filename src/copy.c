@@ -107,9 +107,13 @@ parse_image_arg (const char *text, struct image_arg *a, GError **error)
     if (slash == NULL || slash[1] == '\0' || slash[1] == '?')
       return ferry_set_error (error, FERRY_EXIT_USAGE, "'%s': expected "
                               "ssh://[USER@]HOST[:PORT]/PATH", text);
+    g_autofree char *escaped = query ? g_strndup (slash, query - slash) : g_strdup (slash);
+    /* A URL's path: %XX is a byte (%20 a space, %3F a '?', %25 a '%'). */
+    if ((a->path = g_uri_unescape_string (escaped, NULL)) == NULL)
+      return ferry_set_error (error, FERRY_EXIT_USAGE, "'%s': its path has a bad %%-escape "
+                              "(%%XX is a byte, and not %%00)", text);
     a->address = g_strdup_printf ("ssh://%.*s%s", (int) (slash - text - strlen ("ssh://")),
                                   text + strlen ("ssh://"), query ? query : "");
-    a->path = query ? g_strndup (slash, query - slash) : g_strdup (slash);
     return true;
   }
   if (strcmp (text, "[") != 0 && strstr (text, "://") == NULL && split_scp_form (text, a))

@@ -9,7 +9,7 @@
 # SRC leaves no DST on the host; --check-source on a download; ferry
 # digest HOST:PATH whose far ferry fails or is killed exits non-zero; a
 # non-ASCII name under the C locale at both ends; HOST:~/PATH and
-# USER@[V6]:PATH as scp takes them; a far host without qemu-nbd: one line
+# USER@[V6]:PATH as scp takes them, and an ssh:// URL's path decoded; a far host without qemu-nbd: one line
 # that names it, exit 30; and a server whose MaxSessions is below
 # --streams: its refusal says so.
 . "$(dirname "$0")/lib.sh"
@@ -103,6 +103,12 @@ cleanup_fn rm -f "$home/ferry-tilde-test.img"
 copy "$T/a.img" "testhost:~/ferry-tilde-test.img" 2> "$T/err" || fail "upload to ~/: $(cat "$T/err")"
 cmp "$T/a.img" "$home/ferry-tilde-test.img" || fail "upload to ~/: the copy differs"
 rm -f "$home/ferry-tilde-test.img"
+# An ssh:// URL's path is percent-decoded, as scp's scp:// is.
+copy "$T/a.img" "ssh://testhost$T/far/sp%20ace%3F.img" 2> "$T/err" || fail "ssh:// with %20: $(cat "$T/err")"
+cmp "$T/a.img" "$T/far/sp ace?.img" || fail "ssh:// with %20: the copy differs"
+rc=0
+copy "$T/a.img" "ssh://testhost$T/far/bad%zz.img" 2> "$T/err" || rc=$?
+assert_ferry_error 2 "$rc" "$T/err" "its path has a bad %-escape"
 # USER@[V6]:PATH is scp's form too: an address (refused, or no such user
 # there), not a usage error.
 rc=0
