@@ -82,13 +82,14 @@ split_scp_form (const char *text, struct image_arg *a)
 
   if (host[0] == '[' && colon)
     colon++;
-  if (colon == NULL || colon == host || (slash && slash < colon))
+  /* USER@:PATH is remote too, and refused as an address. */
+  if (colon == NULL || colon == text || (slash && slash < colon))
     return false;
   a->address = g_strdup_printf ("ssh://%.*s", (int) (colon - text), text);
   /* The remote ferry starts in the login's home: an empty PATH is that
    * directory, and ~/PATH (which scp's remote shell expands) is PATH. */
   const char *path = colon + 1;
-  if (strcmp (path, "~") == 0 || path[0] == '\0')
+  if (strcmp (path, "~") == 0)
     path = ".";
   else if (g_str_has_prefix (path, "~/"))
     path += 2;

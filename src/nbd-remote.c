@@ -1210,15 +1210,17 @@ static int
 report_link_lost (const struct remote_copy *rc)
 {
   g_autoptr (GError) missing = NULL;
-  const char *where = NULL;
+  const char *where = NULL, *format = rc->options->stream.dst_format;
 
   if (!rc->upload && rc->ranged && !range_controller_check_complete (rc->ranges, &missing))
     where = missing->message;
   else if (!rc->upload)
     where = rc->ch[0].cut_where;
-  else
+  else if (format == NULL || strcmp (format, "raw") == 0)   /* --delta writes raw alone */
     where = "how far DST on the host is complete went with it (--delta sends only what "
             "is missing)";
+  else
+    where = "how far DST on the host is complete went with it";
   ferry_error ("ssh connection to %s lost: %s%s%s", rc->ch[0].channel_name, rc->link_lost,
                where ? "; " : "", where ? where : "");
   return FERRY_EXIT_LINK_LOST;

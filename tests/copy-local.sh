@@ -7,8 +7,8 @@
 # (DST/basename(SRC)), the same file (refused, also through a hard link),
 # a missing SRC, a missing DST directory and a DST/ that is no directory
 # (one line, exit 3, nothing created or changed); a loop device as SRC and as DST; ferry digest of a file, a
-# device and an NBD URI, equal to the reference; '[ CMD ]' as SRC and as
-# DST.
+# device and an NBD URI, equal to the reference; a symlink to a missing
+# file as DST; USER@:PATH refused; '[ CMD ]' as SRC and as DST.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
 M=$((1024 * 1024))
@@ -114,6 +114,14 @@ odd="$T/n"$'\n'"l\\b"$'\r'".img"
 cp --sparse=always "$T/-dash.img" "$odd"
 assert_eq "\\$(python3 "$CHECK" digest "$odd" "$(stat -c %s "$odd")")  $T/n\\nl\\\\b\\r.img" \
     "$("$FERRY" digest "$odd")" "ferry digest of a name with a newline and a backslash"
+
+# A DST that is a symlink to a file yet to be made: made, as cp makes it.
+ln -s "$T/made.img" "$T/link.img"
+copy_ok "$T/a.img" "$T/link.img" "into a symlink to a missing file"
+cmp "$T/a.img" "$T/made.img" || fail "the copy through a symlink differs"
+# USER@:PATH is scp's remote form with no host: refused, not a local file.
+copy_fails 2 "invalid address 'ssh://u@': empty host" "$T/a.img" "u@:x.img"
+[ ! -e "u@:x.img" ] || fail "u@:x.img became a local file"
 
 # '[ CMD ]' on either side serves that side alone.
 rm -f "$T/from-cmd.img"

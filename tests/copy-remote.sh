@@ -6,7 +6,8 @@
 # $(...), ';', a leading '-', a newline, `...`) arrive as one literal
 # path, and so does one that starts with '-' itself; a remote directory (DIR/ and DIR) takes SRC's name; a missing
 # remote SRC is named as typed (HOST:PATH), in one line; a missing local
-# SRC leaves no DST on the host; --check-source on a download; ferry
+# SRC leaves no DST on the host, and a stopped one the DST it began;
+# --check-source on a download; ferry
 # digest HOST:PATH whose far ferry fails or is killed exits non-zero; a
 # non-ASCII name under the C locale at both ends; HOST:~/PATH and
 # USER@[V6]:PATH as scp takes them, and an ssh:// URL's path decoded; a far host without qemu-nbd: one line
@@ -115,6 +116,24 @@ rc=0
 copy --connect-timeout=5 "$T/a.img" "nobody@[::1]:/tmp/x.img" 2> "$T/err" || rc=$?
 [ "$rc" != 0 ] && [ "$rc" != 2 ] || fail "USER@[::1]:PATH: exit $rc: $(cat "$T/err")"
 ! grep -q "invalid address" "$T/err" || fail "USER@[::1]:PATH: $(cat "$T/err")"
+
+# A stop while the first stream writes a new DST, before the other
+# streams' headers came (their local halves wait for its first range): the
+# receiver that created the file (any of them) leaves it, sized, with what
+# was written (--delta resumes it).  A slow SRC: 1 s a read.
+bg nbdkit -f -U "$T/slow.sock" --filter=delay pattern size=512M delay-read=1
+wait_for_socket "$T/slow.sock"
+copy --streams=4 "nbd+unix:///?socket=$T/slow.sock" "testhost:$T/far/stopped.img" \
+    2> "$T/err" &
+pid=$!
+sleep 2
+kill -TERM $pid
+rc=0
+wait $pid || rc=$?
+assert_eq 143 "$rc" "a stopped upload into a new DST: exit code ($(cat "$T/err"))"
+wait_until 10 eval "! pgrep -f -- '--nbd-receive=$T/far/stopped.img' > /dev/null"
+assert_eq $((512 * 1024 * 1024)) "$(stat -c %s "$T/far/stopped.img")" \
+    "a stopped upload into a new DST: its size"
 
 # --check-source on a download (SRC read again on the host), into DIR/.
 mkdir "$T/here"

@@ -723,11 +723,15 @@ endpoint_ssh_open_spares (struct ferry_ssh_conn *const *conns, size_t n, GError 
   for (size_t j = 0; j < n; j++)
     spares->steps[j].conn = conns[j];
   if (!open_channels (conns[0], spares->steps, n, open, G_N_ELEMENTS (open), &failed, &why)) {
-    /* One session refusing its (failed+1)-th channel: sshd's MaxSessions. */
-    bool refused = failed > 0 && conns[failed] == conns[0] && strcmp (why, "timed out") != 0;
+    /* A session refusing a channel after others opened on it: sshd's
+     * MaxSessions. */
+    size_t before = 0;
+    for (size_t j = 0; j < failed; j++)
+      before += conns[j] == conns[failed];
+    bool refused = before > 0 && strstr (why, "open failed") != NULL;
     g_autofree char *hint = refused
       ? g_strdup_printf (" (it opened %zu on the session before; the server's MaxSessions, 10 "
-                         "by default in sshd, may be below --streams=%zu)", failed, n)
+                         "by default in sshd, may be below --streams=%zu)", before, n)
       : g_strdup ("");
     if (!signal_watch_set_stopped (error, ferry_ssh_conn_name (conns[0])))
       g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "%s: cannot open a session channel: "

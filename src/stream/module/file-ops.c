@@ -450,9 +450,10 @@ file_open (struct nbd_export *e, const struct nbd_stream_options *options, const
            bool writing, GError **error)
 {
   /* A DEST that is not there becomes a new regular file (O_EXCL: to know
-   * that this open made it).  O_NONBLOCK: a FIFO opens at once, to be
-   * refused (file_size), rather than waiting for its other end; files and
-   * block devices ignore it. */
+   * that this open made it; a name that O_EXCL finds taken, such as a
+   * symlink to a file yet to be made, is opened as before).  O_NONBLOCK: a
+   * FIFO opens at once, to be refused (file_size), rather than waiting for
+   * its other end; files and block devices ignore it. */
   int flags = (writing ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK;
   int fd = writing ? open (path, flags | O_CREAT | O_EXCL, 0666) : -1;
   g_autoptr (GError) pool_error = NULL;
@@ -463,7 +464,7 @@ file_open (struct nbd_export *e, const struct nbd_stream_options *options, const
   if (fd >= 0)
     e->created = g_strdup (path);
   else if (!writing || errno == EEXIST)
-    fd = open (path, flags);
+    fd = open (path, flags | (writing ? O_CREAT : 0), 0666);
   if (fd == -1 || fstat (fd, &st) == -1) {
     g_set_error (error, FERRY_ERROR, FERRY_EXIT_CONNECT, "cannot open %s: %s", e->name,
                  g_strerror (errno));
@@ -471,6 +472,8 @@ file_open (struct nbd_export *e, const struct nbd_stream_options *options, const
       close (fd);
     return false;
   }
+  e->created_dev = st.st_dev;
+  e->created_ino = st.st_ino;
   if (!file_size (e, fd, &st, &size, error)) {
     close (fd);
     return false;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -104,7 +105,10 @@ nbd_export_close (struct nbd_export *e)
 void
 nbd_export_remove_created (struct nbd_export *e)
 {
-  if (e->created)
+  struct stat st;
+
+  if (e->created && stat (e->created, &st) == 0 && st.st_dev == e->created_dev &&
+      st.st_ino == e->created_ino && st.st_size == 0)
     unlink (e->created);
   g_clear_pointer (&e->created, g_free);
 }

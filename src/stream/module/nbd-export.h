@@ -13,6 +13,7 @@
 #include <libnbd.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "export-ops.h"
 #include "nbd-stream.h"
@@ -51,15 +52,19 @@ struct nbd_export {
   bool resizable;             /* ops->resize works: a regular file */
   char *created;              /* the path of the file that the open created,
                                  or NULL (nbd_export_remove_created) */
+  dev_t created_dev;          /* that file's identity */
+  ino_t created_ino;
   GError *lost;               /* the first connection failure, if any */
   bool *kicked;               /* set when a connection fails: the copy loop's
                                  kick flag (nbd_kick_source_new) */
 };
 
 void nbd_export_close (struct nbd_export *e);
-/* Remove the file that the open created, if it did: a receiver that got
- * no stream (its sender could not open SRC, or a stop came first) leaves
- * nothing behind, as cp opens SRC before it creates DST. */
+/* Remove the file that the open created, if it did and it is still that
+ * file, empty: a receiver that got no stream (its sender could not open
+ * SRC, or a stop came first) leaves nothing behind, as cp opens SRC before
+ * it creates DST.  Another stream of the same copy (--streams) may have
+ * opened it since and, with its header, sized it: then it stays. */
 void nbd_export_remove_created (struct nbd_export *e);
 /* The connection with the fewest commands in flight. */
 struct nbd_conn *nbd_export_pick (struct nbd_export *e);

@@ -90,7 +90,8 @@ enum boundary {
                                  UNANSWERED_MAX wait */
   BOUNDARY_NEXT,              /* the next range: the controller's grant, or
                                  (after every answer) the receiver's REQUEST */
-  BOUNDARY_LAST,              /* none left: END, once every answer came */
+  BOUNDARY_LAST,              /* none left: END, then the answers still to
+                                 come (end_written) */
 };
 
 struct sender {
@@ -116,7 +117,8 @@ struct sender {
   uint8_t preamble[STREAM_RECORD_SIZE + STREAM_END_BODY_SIZE];  /* header or END */
   size_t preamble_len, preamble_pos;
   bool end_queued;            /* the END record is in the preamble */
-  bool out_shut;              /* --ranged: stdout was shut after END */
+  bool end_written;           /* --ranged: the END record went out, and
+                                 stdout was shut with it */
   bool stop_queued;           /* the STOP record is (end_on_stop) */
   GSource *stop_timer;        /* after a stop: STOP_WRITE_SECONDS */
   bool stop_wait_over;        /* ...have passed: end_on_stop writes no more */
@@ -128,7 +130,8 @@ struct sender {
   struct progress *progress;  /* --progress, or NULL */
   struct nbd_stream_stop stop;   /* a signal's (nbd_stream_on_signal) */
   GError *error;              /* the first failure: the pipeline drains */
-  bool finished;              /* everything was written */
+  bool finished;              /* everything was written (and, ranged, every
+                                 answer came) */
 
   /* --ranged (nbd-ranges.h): one range at a time, from the controller
    * (control_fd) or asked for on stdin. */
@@ -716,9 +719,10 @@ take_next_range (struct sender *s, struct nbd_range *next)
 /* --ranged, once the pipeline reached the range's end (or before the
  * first): close the range with its RANGE_END; once that is written, open
  * the next range, or end the stream (END, counts zero; the answers still
- * to come are waited for after it, end_written).  Each wait returns, to come back when its watch fires: the reads
- * of the next range start as soon as it is known, and no range waits for
- * the answers of those before it. */
+ * to come are waited for after it, end_written).  Each wait returns, to
+ * come back when its watch fires: the reads of the next range start as
+ * soon as it is known, and no range waits for the answers of those before
+ * it. */
 static void
 ranged_step (struct sender *s)
 {
@@ -896,13 +900,15 @@ fill_following (struct sender *s, struct iovec *iov, int max)
 /* Once the END record is written.  A ranged stream's END goes before the
  * last ranges' answers come (ranged_step): stdout is shut with it, so that
  * the receiver, which ends at its stdin's end, answers and ends in the
- * same round trip; the sender stays for the answers.  Shutting a pipe
- * (a local copy's) is not possible: its end is this half's exit. */
+ * same round trip; the sender stays for the answers, and a stop changes
+ * nothing from then on (on_signal).  A local half's stdout is a
+ * socketpair; a download's remote sender may write into sshd's pipe,
+ * which cannot be shut (ENOTSOCK): its END follows every answer anyway. */
 static void
 end_written (struct sender *s)
 {
-  if (s->ranged && !s->out_shut) {
-    s->out_shut = true;
+  if (s->ranged && !s->end_written) {
+    s->end_written = true;
     shutdown (s->out, SHUT_WR);
   }
   s->finished = !s->ranged || count_unanswered (s) == 0;
@@ -1019,7 +1025,7 @@ on_signal (int signum, void *data)
 
   /* How far it got is said at the end (send_summary): a record
    * part-written is finished first. */
-  switch (nbd_stream_on_signal (&s->stop, signum, s->finished, &s->error)) {
+  switch (nbd_stream_on_signal (&s->stop, signum, s->finished || s->end_written, &s->error)) {
   case NBD_STREAM_SIGNAL_STATS:
     nbd_stream_print_summary (mode_name (s), &s->stats, NULL);
     break;
