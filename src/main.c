@@ -806,10 +806,14 @@ validate (struct command_line *cli, GError **error)
    * two arguments are LISTEN TARGET. */
   host_port = !options->listen && cli->n_args >= 2 &&
               address_is_host_port (cli->args[0], cli->args[1]);
+  /* netcat's -q SECS: here -q is --quiet, and SECS became the address. */
+  bool nc_quit_timer = cli->quiet && cli->args[0][strspn (cli->args[0], "0123456789")] == '\0';
   if (cli->n_args > 2 || (cli->n_args == 2 && !options->listen && !host_port))
     return usage_error (error, "unexpected argument '%s': expected ADDRESS, HOST PORT, "
-                        "or -l LISTEN [TARGET]",
-                        cli->args[options->listen || host_port ? 2 : 1]);
+                        "or -l LISTEN [TARGET]%s",
+                        cli->args[options->listen || host_port ? 2 : 1],
+                        nc_quit_timer ? " (-q is --quiet; netcat's -q SECS is ferry "
+                                        "--compat=nc's)" : "");
   if (options->keep_listening && !options->listen && !activated)
     return usage_error (error, "-k/--keep-open needs -l/--listen");
 

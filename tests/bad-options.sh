@@ -14,6 +14,9 @@ check "unexpected argument '$T/b'" "$T/a" "$T/b"
 check "unexpected argument 'x'" localhost 22 x
 check "unexpected argument 'no-such-port!'" localhost no-such-port!
 check "unexpected argument '22'" unix:x 22
+# netcat's -q SECS: -q is --quiet here, and the line says so.
+check "unexpected argument 'example.com': expected ADDRESS, HOST PORT, or -l LISTEN [TARGET] (-q is --quiet; netcat's -q SECS is ferry --compat=nc's)" \
+    -q 5 example.com 22
 check "ferry: -k/--keep-open needs -l/--listen" -k "$T/a"
 check "invalid -b '0'" -b 0 "$T/a"
 check "invalid --buffer-size '2G'" --buffer-size 2G "$T/a"
