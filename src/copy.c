@@ -586,9 +586,11 @@ remote_digest (const struct ferry_options *options, const struct image_arg *imag
   g_autofree char *name = g_strdup_printf ("--image-name=%s", image->text);
   g_autofree char *format = options->stream.src_format
     ? g_strdup_printf ("--src-format=%s", options->stream.src_format) : NULL;
+  g_autofree char *source = options->stream.source_name
+    ? g_strdup_printf ("--source-name=%s", options->stream.source_name) : NULL;
   const char *const args[] = {
     options->connect.remote_helper ? options->connect.remote_helper : "ferry",
-    digest, name, format,
+    digest, name, format ? format : source, format ? source : NULL,
   };
   struct remote_digest_run r = { .code = -1 };
   struct signal_watch *signals = signal_watch_new (on_digest_stop, &r);
@@ -696,10 +698,12 @@ digest_main (struct ferry_options *options, char **args, int n_args)
 
 /* --- ferry copy --- */
 
-/* --check-source: the digest of @image now, read as @format, into @hex. */
+/* --check-source: the digest of @image now, read as @format, into @hex;
+ * @source_name, for an upload's DST: a far directory means the file that
+ * its receiver wrote there, DIR/NAME. */
 static int
 digest_now (const struct ferry_options *options, const struct image_arg *image,
-            const char *format, char hex[DIGEST_HEX_SIZE])
+            const char *format, const char *source_name, char hex[DIGEST_HEX_SIZE])
 {
   struct sigaction old[G_N_ELEMENTS (stops)];
   struct ferry_options o = *options;
@@ -711,6 +715,7 @@ digest_now (const struct ferry_options *options, const struct image_arg *image,
   if (strcmp (image->path, "[") != 0)
     o.stream.command = NULL;
   o.stream.src_format = format;
+  o.stream.source_name = source_name;
   o.stream.progress.mode = PROGRESS_NEVER;
   o.stream.verbose = false;
   if (pipe2 (fds, O_CLOEXEC) < 0 || (saved = dup (STDOUT_FILENO)) < 0) {
@@ -747,8 +752,10 @@ check_source (const struct ferry_options *options, const struct image_arg *src,
   char now[DIGEST_HEX_SIZE], copied[DIGEST_HEX_SIZE];
   int code;
 
-  if ((code = digest_now (options, src, options->stream.src_format, now)) != FERRY_EXIT_OK ||
-      (code = digest_now (options, dst, dst_format, copied)) != FERRY_EXIT_OK)
+  if ((code = digest_now (options, src, options->stream.src_format, NULL, now)) !=
+      FERRY_EXIT_OK ||
+      (code = digest_now (options, dst, dst_format, options->stream.source_name, copied)) !=
+      FERRY_EXIT_OK)
     return code;
   if (strcmp (now, copied) != 0) {
     /* A '[ CMD ]' side is named after its program, as its messages are. */

@@ -7,7 +7,7 @@
 # path, and so does one that starts with '-' itself; a remote directory (DIR/ and DIR) takes SRC's name; a missing
 # remote SRC is named as typed (HOST:PATH), in one line; a missing local
 # SRC leaves no DST on the host, and a stopped one the DST it began;
-# --check-source on a download; ferry
+# --check-source on a download, and on an upload into DIR; ferry
 # digest HOST:PATH whose far ferry fails or is killed exits non-zero; a
 # non-ASCII name under the C locale at both ends; HOST:~/PATH and
 # USER@[V6]:PATH as scp takes them, and an ssh:// URL's path decoded; a far host without qemu-nbd: one line
@@ -140,6 +140,11 @@ mkdir "$T/here"
 copy --check-source "testhost:$T/far/d1/a.img" "$T/here/" 2> "$T/err" ||
     fail "--check-source on a download: $(cat "$T/err")"
 cmp "$T/a.img" "$T/here/a.img" || fail "--check-source on a download: the copy differs"
+
+# --check-source on an upload into a far directory named without its
+# slash: the far digest is of DIR/basename(SRC), which its receiver wrote.
+copy --check-source "$T/a.img" "testhost:$T/far/d2" 2> "$T/err" ||
+    fail "--check-source on an upload into DIR: $(cat "$T/err")"
 
 # ferry digest HOST:PATH that fails on the host: its line, and its code.
 digest () { within 60 env HOME="$SSH_HOME" SSH_AUTH_SOCK= "$FERRY" digest --remote-helper="$FERRY" "$@"; }

@@ -209,7 +209,7 @@ image_resolve (const struct image_request *q, struct image_resolved *out, GError
   const char *format = q->format;
   g_autofree char *what = NULL, *qemu_nbd = NULL, *absolute = NULL;
 
-  bool into_directory = q->writing && q->source_name && g_file_test (q->path, G_FILE_TEST_IS_DIR);
+  bool into_directory = q->source_name && g_file_test (q->path, G_FILE_TEST_IS_DIR);
   const char *name = q->name ? q->name : q->path;
 
   out->command = NULL;

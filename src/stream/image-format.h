@@ -39,8 +39,8 @@ struct image_request {
   bool writing;               /* a DEST */
   const char *format;         /* a SOURCE's NULL or "auto": found from its
                                  header; a DEST's NULL: raw */
-  const char *source_name;    /* a DEST that is a directory takes this after
-                                 it; NULL: none */
+  const char *source_name;    /* a DEST (or a digest's IMAGE) that is a
+                                 directory takes this after it; NULL: none */
   uint64_t create_size;       /* a DEST in a qemu format that does not exist
                                  is created this large (qemu-img create);
                                  0: it must exist, unless @create_empty */

@@ -261,7 +261,7 @@ resolve_image_path (struct nbd_stream_options *o, struct image_resolved *image,
     return true;
   struct image_request request = {
     .path = *path, .writing = writing, .format = writing ? o->dst_format : o->src_format,
-    .source_name = o->source_name, .create_size = o->create_size, .name = o->image_name,
+    .source_name = o->send ? NULL : o->source_name, .create_size = o->create_size, .name = o->image_name,
     /* The header read here: its size, even 0. */
     .create_empty = o->stdin_header_len > 0,
   };

@@ -44,9 +44,10 @@ struct nbd_stream_options {
   uint64_t create_size;       /* --create-size: a DEST path in a qemu format
                                  that does not exist is created this large;
                                  0: it must exist */
-  const char *source_name;    /* --source-name: what a DEST path that is a
-                                 directory takes after it (ferry copy's
-                                 basename of SRC) */
+  const char *source_name;    /* --source-name: what a DEST path (or an
+                                 --nbd-digest IMAGE, ferry copy
+                                 --check-source's) that is a directory takes
+                                 after it (ferry copy's basename of SRC) */
   const char *image_name;     /* --image-name, or the image path as given: for
                                  messages and the digest line; NULL: the URI,
                                  or the command's program */
