@@ -10,9 +10,9 @@
 # --check-source on a download, and on an upload into DIR; ferry
 # digest HOST:PATH whose far ferry fails or is killed exits non-zero; a
 # non-ASCII name under the C locale at both ends; HOST:~/PATH and
-# USER@[V6]:PATH as scp takes them, and an ssh:// URL's path decoded; a far host without qemu-nbd: one line
-# that names it, exit 30; and a server whose MaxSessions is below
-# --streams: its refusal says so.
+# USER@[V6]:PATH as scp takes them, and an ssh:// URL's path decoded; a
+# far host without qemu-nbd: one line that names it, exit 30; and a server
+# whose MaxSessions is below --streams: its refusal says so.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-sshd.sh"
 . "$(dirname "$0")/lib-nbd-stream.sh"
@@ -126,7 +126,9 @@ wait_for_socket "$T/slow.sock"
 copy --streams=4 "nbd+unix:///?socket=$T/slow.sock" "testhost:$T/far/stopped.img" \
     2> "$T/err" &
 pid=$!
-sleep 2
+# The first stream's header came (DST has SRC's size); its first range
+# takes seconds more.
+wait_until 60 eval '[ "$(stat -c %s "$T/far/stopped.img" 2> /dev/null)" = $((512 * 1024 * 1024)) ]'
 kill -TERM $pid
 rc=0
 wait $pid || rc=$?
@@ -164,18 +166,18 @@ assert_eq "" "$(cat "$T/out")" "a killed remote digest: no digest line"
 
 # A local SRC that is missing: nothing is left on the host (its ferries
 # create DST before this one opens SRC, and remove it when no stream came,
-# as they end, a moment after this one).
+# as they end, after this one: once, with CI beside it, later than 5 s).
 for streams in 1 4; do
     rc=0
     copy --streams=$streams "$T/none.img" "testhost:$T/far/never.img" 2> "$T/err" || rc=$?
     assert_ferry_error 3 "$rc" "$T/err" "cannot open $T/none.img: No such file or directory"
-    wait_until 5 eval "[ ! -e '$T/far/never.img' ]"
+    wait_until 30 eval "[ ! -e '$T/far/never.img' ]"
 done
 # Nor a SRC that cannot be read (a directory).
 rc=0
 copy "$T/here" "testhost:$T/far/never.img" 2> "$T/err" || rc=$?
 assert_ferry_error 3 "$rc" "$T/err" "cannot open $T/here: Is a directory"
-wait_until 5 eval "[ ! -e '$T/far/never.img' ]"
+wait_until 30 eval "[ ! -e '$T/far/never.img' ]"
 # Into DIR/ that is missing: the name that DST took, as typed.
 fails_in_one_line "an upload into a missing DIR/" \
     "cannot open testhost:$T/far/nodir/a.img: No such file or directory" \
