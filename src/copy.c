@@ -590,7 +590,7 @@ remote_digest (const struct ferry_options *options, const struct image_arg *imag
     ? g_strdup_printf ("--source-name=%s", options->stream.source_name) : NULL;
   const char *const args[] = {
     options->connect.remote_helper ? options->connect.remote_helper : "ferry",
-    digest, name, format ? format : source, format ? source : NULL,
+    digest, name, format, source,   /* the last two may be NULL: skipped */
   };
   struct remote_digest_run r = { .code = -1 };
   struct signal_watch *signals = signal_watch_new (on_digest_stop, &r);
@@ -598,7 +598,9 @@ remote_digest (const struct ferry_options *options, const struct image_arg *imag
   struct endpoint *channel = NULL;
   int code = -1;
 
-  for (size_t i = 0; i < G_N_ELEMENTS (args) && args[i]; i++) {
+  for (size_t i = 0; i < G_N_ELEMENTS (args); i++) {
+    if (args[i] == NULL)
+      continue;
     g_autofree char *quoted = g_shell_quote (args[i]);
     g_string_append_printf (command, "%s%s", i ? " " : "", quoted);
   }
